@@ -1,0 +1,1 @@
+"""spamfilter: a Naive Bayes spam filter that learns from every correction."""

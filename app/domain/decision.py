@@ -1,0 +1,61 @@
+"""From a log-odds score to a verdict: ham / unsure / spam, with a machine-readable reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """The three outcomes of a classification."""
+
+    HAM = "ham"
+    UNSURE = "unsure"
+    SPAM = "spam"
+
+
+class Reason(StrEnum):
+    """Why a verdict is not simply the score against the thresholds."""
+
+    NOT_ENOUGH_TRAINING = "not_enough_training"
+    BETWEEN_THRESHOLDS = "between_thresholds"
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Cut-offs on the log-odds log P(spam|x) - log P(ham|x), in nats.
+
+    spam when log_odds > spam; ham when log_odds < ham; unsure in between.
+    ``min_messages`` is how many learned messages each label needs before any verdict
+    other than unsure is given.
+    """
+
+    ham: float
+    spam: float
+    min_messages: int
+
+    def __post_init__(self) -> None:
+        if self.ham > self.spam:
+            raise ValueError("the ham threshold must not exceed the spam threshold")
+        if self.min_messages < 0:
+            raise ValueError("min_messages must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A verdict and, when it is unsure, why."""
+
+    verdict: Verdict
+    reason: Reason | None
+
+
+def decide(log_odds: float, learned: Mapping[str, int], thresholds: Thresholds) -> Decision:
+    """The verdict for ``log_odds`` given the learned-message counts per label."""
+    if any(count < max(thresholds.min_messages, 1) for count in learned.values()):
+        return Decision(Verdict.UNSURE, Reason.NOT_ENOUGH_TRAINING)
+    if log_odds > thresholds.spam:
+        return Decision(Verdict.SPAM, None)
+    if log_odds < thresholds.ham:
+        return Decision(Verdict.HAM, None)
+    return Decision(Verdict.UNSURE, Reason.BETWEEN_THRESHOLDS)

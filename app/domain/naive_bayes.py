@@ -1,0 +1,181 @@
+"""Naive Bayes in log space: counts in, log-probabilities out.
+
+Pure functions over sufficient statistics. Nothing here reads settings or does I/O: the
+caller passes counts, the smoothing constant and the labels. All returned scores are natural
+logarithms (nats) unless a name says ``probability``.
+
+Multinomial model (McCallum & Nigam 1998; IIR 13.2):
+
+    log P(c|x) ∝ log N_c/N + Σ_t n_t(x) · log((T_ct + α) / (T_c + α·|V|))
+
+Bernoulli model (binary features, absent vocabulary tokens count):
+
+    log P(c|x) ∝ log N_c/N + Σ_{t∈V} [x_t log p_tc + (1 - x_t) log(1 - p_tc)],
+    p_tc = (D_ct + α) / (N_c + 2α)
+
+Tokens outside the vocabulary V carry no evidence and are ignored by both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One token of the message being scored, with what the model learned about it.
+
+    ``in_message`` is how often the token counts in this message (1 under presence
+    counting); ``counts`` maps each label to the learned count for the token (occurrences
+    or messages, matching how the class totals were counted).
+    """
+
+    token: str
+    in_message: int
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassTotals:
+    """Per-label totals: learned messages, and the sum of token counts ``T_c``."""
+
+    messages: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Clue:
+    """A token and its contribution to the log-odds (nats; > 0 pushes towards ``positive``)."""
+
+    token: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """Joint log-likelihoods, normalised log-posteriors and per-token contributions."""
+
+    log_joint: dict[str, float]
+    log_posteriors: dict[str, float]
+    contributions: dict[str, dict[str, float]]
+
+    def log_odds(self, positive: str, negative: str) -> float:
+        """log P(positive|x) - log P(negative|x), in nats (does not saturate)."""
+        return self.log_posteriors[positive] - self.log_posteriors[negative]
+
+
+def log_sum_exp(values: Iterable[float]) -> float:
+    """log Σ exp(v), computed without overflow; -inf for an empty or all -inf input."""
+    items = list(values)
+    top = max(items, default=NEG_INF)
+    if top == NEG_INF:
+        return NEG_INF
+    return top + math.log(math.fsum(math.exp(v - top) for v in items))
+
+
+def safe_log(numerator: float, denominator: float) -> float:
+    """log(numerator / denominator); -inf when the numerator is 0 (MLE of an unseen event)."""
+    if numerator <= 0:
+        return NEG_INF
+    return math.log(numerator) - math.log(denominator)
+
+
+def log_priors(messages: Mapping[str, int]) -> dict[str, float]:
+    """Maximum-likelihood class priors log(N_c / N) from learned-message counts."""
+    total = sum(messages.values())
+    if total <= 0:
+        raise ValueError("priors need at least one learned message")
+    return {label: safe_log(count, total) for label, count in messages.items()}
+
+
+def smoothed_log_prob(count: float, total: float, alpha: float, outcomes: float) -> float:
+    """Additive (Lidstone; Laplace when alpha = 1) estimate log((count+α)/(total+α·outcomes))."""
+    return safe_log(count + alpha, total + alpha * outcomes)
+
+
+def normalise(log_joint: Mapping[str, float]) -> dict[str, float]:
+    """Log-posteriors from joint log-likelihoods: subtract their log-sum-exp."""
+    norm = log_sum_exp(log_joint.values())
+    if norm == NEG_INF:
+        raise ValueError("every class has zero likelihood; use alpha > 0")
+    return {label: value - norm for label, value in log_joint.items()}
+
+
+def multinomial(
+    evidence: Sequence[Evidence],
+    totals: Mapping[str, ClassTotals],
+    vocabulary: int,
+    alpha: float,
+) -> Scored:
+    """Score a message under the multinomial model.
+
+    ``vocabulary`` is |V|, the number of distinct tokens with a non-zero learned count.
+    Contributions are ``in_message · log P(t|c)`` per token and label.
+    """
+    log_joint = log_priors({label: t.messages for label, t in totals.items()})
+    contributions: dict[str, dict[str, float]] = {}
+    for item in evidence:
+        per_label = {
+            label: item.in_message
+            * smoothed_log_prob(item.counts.get(label, 0), t.tokens, alpha, vocabulary)
+            for label, t in totals.items()
+        }
+        contributions[item.token] = per_label
+        for label, value in per_label.items():
+            log_joint[label] += value
+    return Scored(log_joint, normalise(log_joint), contributions)
+
+
+def bernoulli(
+    evidence: Sequence[Evidence],
+    vocabulary_counts: Iterable[Mapping[str, int]],
+    messages: Mapping[str, int],
+    alpha: float,
+) -> Scored:
+    """Score a message under the Bernoulli model.
+
+    ``evidence`` holds the message's tokens with per-label message counts D_ct;
+    ``vocabulary_counts`` yields D_ct for every token of V (present ones included), because
+    absent tokens contribute log(1 - p_tc). Contributions are log p_tc - log(1 - p_tc) for
+    present tokens: the change from "absent" to "present".
+    """
+    labels = list(messages)
+    log_joint = log_priors(messages)
+    for counts in vocabulary_counts:
+        for label in labels:
+            unseen = messages[label] - counts.get(label, 0)
+            log_joint[label] += smoothed_log_prob(unseen, messages[label], alpha, 2)
+    contributions: dict[str, dict[str, float]] = {}
+    for item in evidence:
+        per_label: dict[str, float] = {}
+        for label in labels:
+            seen = item.counts.get(label, 0)
+            present = smoothed_log_prob(seen, messages[label], alpha, 2)
+            absent = smoothed_log_prob(messages[label] - seen, messages[label], alpha, 2)
+            per_label[label] = present - absent
+        contributions[item.token] = per_label
+        for label, value in per_label.items():
+            log_joint[label] += value
+    return Scored(log_joint, normalise(log_joint), contributions)
+
+
+def clues(scored: Scored, positive: str, negative: str, limit: int) -> list[Clue]:
+    """The ``limit`` tokens whose contributions moved the log-odds most, largest |weight| first.
+
+    Ties break on the token text so that the answer is deterministic.
+    """
+    weights = [
+        Clue(token, per_label[positive] - per_label[negative])
+        for token, per_label in scored.contributions.items()
+    ]
+    weights.sort(key=lambda c: (-abs(c.weight), c.token))
+    return weights[:limit]
+
+
+def probability(log_posterior: float) -> float:
+    """exp(log_posterior): a probability in [0, 1] (saturates; never rank by it)."""
+    return math.exp(log_posterior)

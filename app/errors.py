@@ -1,0 +1,43 @@
+"""The one error hierarchy; every edge (HTTP, spamd, milter, CLI) maps it once."""
+
+
+class SpamFilterError(Exception):
+    """Base class of every error the service raises on purpose."""
+
+    code = "spamfilter_error"
+
+
+class InvalidMessage(SpamFilterError):
+    """The input is not an RFC 822 message we can read."""
+
+    code = "invalid_message"
+
+
+class MessageTooLarge(SpamFilterError):
+    """The input exceeds the hard size cap."""
+
+    code = "message_too_large"
+
+
+class InvalidLabel(SpamFilterError):
+    """A label that is not one of the model's labels."""
+
+    code = "invalid_label"
+
+
+class StorageUnavailable(SpamFilterError):
+    """The database cannot be reached, is locked for too long, or is not migrated."""
+
+    code = "storage_unavailable"
+
+
+class StorageConflict(SpamFilterError):
+    """A transaction lost a race (deadlock, serialisation failure); safe to retry."""
+
+    code = "storage_conflict"
+
+
+class ConfigurationError(SpamFilterError):
+    """Settings that cannot work together (e.g. a public bind without API tokens)."""
+
+    code = "configuration_error"

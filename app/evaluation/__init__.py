@@ -1,0 +1,1 @@
+"""Offline evaluation: corpus order and accuracy metrics."""

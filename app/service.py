@@ -1,0 +1,280 @@
+"""The one service every adapter calls: classify, learn, forget, stats.
+
+Each public call is one database transaction, opened and committed here; adapters never see
+a connection. A transaction that loses a race (PostgreSQL deadlock or serialisation failure)
+is retried a few times, which is safe because the whole call is one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+
+from app.domain import naive_bayes as nb
+from app.domain.decision import Decision, Reason, Thresholds, Verdict, decide
+from app.domain.labels import LABELS, Label, parse_label
+from app.domain.message import NotAMessage, parse
+from app.domain.token_ids import token_id
+from app.domain.tokenizer import TokenizerOptions, tokenize
+from app.errors import InvalidLabel, InvalidMessage, MessageTooLarge, StorageConflict
+from app.settings import Settings
+from app.storage.store import LabelStats, ModelTotals, Store, TokenStats, Transaction
+
+T = TypeVar("T")
+_RETRIES = 5
+
+
+class Outcome(StrEnum):
+    """What a feedback or forget call did."""
+
+    LEARNED = "learned"
+    RELABELLED = "relabelled"
+    UNCHANGED = "unchanged"
+    FORGOTTEN = "forgotten"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Analysed:
+    """A message reduced to what the model needs: digest and token counts."""
+
+    digest: str
+    tokens: Counter[str]
+    truncated: bool
+
+    def bag(self) -> dict[int, int]:
+        """Token id -> occurrences in this message."""
+        bag: dict[int, int] = {}
+        for token, count in self.tokens.items():
+            tid = token_id(token)
+            bag[tid] = bag.get(tid, 0) + count
+        return bag
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """A verdict and the numbers behind it (log values in nats)."""
+
+    verdict: Verdict
+    reason: Reason | None
+    spam_probability: float
+    log_odds: float
+    log_posteriors: dict[str, float]
+    clues: list[nb.Clue]
+    digest: str
+    tokens: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """The answer to learn or forget."""
+
+    digest: str
+    label: str | None
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSummary:
+    """Learned messages and token occurrences of one label."""
+
+    messages: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What the model holds in one scope."""
+
+    labels: dict[str, LabelSummary]
+    vocabulary: int
+    database: str
+    scope: str
+
+
+class SpamFilter:
+    """The service: a store plus the settings that shape tokens, scores and verdicts."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self._store = store
+        self._settings = settings
+        self._options = TokenizerOptions(
+            max_token_length=settings.tokenizer.max_token_length,
+            max_tokens=settings.tokenizer.max_tokens,
+        )
+        self._thresholds = Thresholds(
+            ham=settings.decision.ham_log_odds,
+            spam=settings.decision.spam_log_odds,
+            min_messages=settings.decision.min_messages,
+        )
+
+    @property
+    def store(self) -> Store:
+        """The store (for health checks)."""
+        return self._store
+
+    def analyse(self, raw: bytes) -> Analysed:
+        """Parse and tokenise ``raw``; raises MessageTooLarge or InvalidMessage."""
+        if len(raw) > self._settings.server.max_message_bytes:
+            raise MessageTooLarge(
+                f"message is {len(raw)} bytes; the limit is "
+                f"{self._settings.server.max_message_bytes}"
+            )
+        try:
+            parsed = parse(raw, self._settings.tokenizer.scan_bytes)
+        except NotAMessage as error:
+            raise InvalidMessage(str(error)) from error
+        return Analysed(parsed.digest, tokenize(parsed, self._options), parsed.truncated)
+
+    def classify(self, message: bytes | Analysed, scope: str | None = None) -> Classification:
+        """Score a message against the learned counts (read-only)."""
+        analysed = message if isinstance(message, Analysed) else self.analyse(message)
+        scope = scope or self._settings.scope
+        names = {token_id(t): t for t in analysed.tokens}
+        with self._store.transaction(write=False) as tx:
+            totals = tx.totals(scope)
+            trained = all(totals.labels.get(label, _EMPTY).messages > 0 for label in LABELS)
+            counts = tx.counts(scope, list(names)) if trained else {}
+            scored = self._score(tx, scope, analysed, names, counts, totals) if trained else None
+        learned = {label: totals.labels.get(label, _EMPTY).messages for label in LABELS}
+        return self._classification(analysed, scored, learned)
+
+    def learn(
+        self, message: bytes | Analysed, label: str, scope: str | None = None
+    ) -> FeedbackResult:
+        """Learn a message as ``label``: learned, relabelled (counts moved) or unchanged."""
+        target = _label(label)
+        analysed = message if isinstance(message, Analysed) else self.analyse(message)
+        scope = scope or self._settings.scope
+        bag = analysed.bag()
+
+        def work(tx: Transaction) -> Outcome:
+            record = tx.learned(scope, analysed.digest)
+            if record is None and tx.claim(scope, analysed.digest, target, bag):
+                tx.add(scope, target, bag, vocabulary=True)
+                return Outcome.LEARNED
+            record = record or tx.learned(scope, analysed.digest)
+            if record is None or record.label == target:
+                return Outcome.UNCHANGED
+            tx.subtract(scope, record.label, record.bag, vocabulary=False)
+            tx.add(scope, target, record.bag, vocabulary=False)
+            tx.relabel(scope, analysed.digest, target)
+            return Outcome.RELABELLED
+
+        return FeedbackResult(analysed.digest, target, self._write(work))
+
+    def forget(self, message: bytes | Analysed, scope: str | None = None) -> FeedbackResult:
+        """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
+        analysed = message if isinstance(message, Analysed) else self.analyse(message)
+        scope = scope or self._settings.scope
+
+        def work(tx: Transaction) -> Outcome:
+            record = tx.learned(scope, analysed.digest)
+            if record is None:
+                return Outcome.UNKNOWN
+            tx.subtract(scope, record.label, record.bag, vocabulary=True)
+            tx.unclaim(scope, analysed.digest)
+            return Outcome.FORGOTTEN
+
+        return FeedbackResult(analysed.digest, None, self._write(work))
+
+    def stats(self, scope: str | None = None) -> Stats:
+        """Learned messages and tokens per label, and the vocabulary size."""
+        scope = scope or self._settings.scope
+        with self._store.transaction(write=False) as tx:
+            totals = tx.totals(scope)
+        labels = {
+            label: LabelSummary(
+                totals.labels.get(label, _EMPTY).messages,
+                totals.labels.get(label, _EMPTY).occurrences,
+            )
+            for label in LABELS
+        }
+        return Stats(labels, totals.vocabulary, self._store.dialect_name, scope)
+
+    def _write(self, work: Callable[[Transaction], T]) -> T:
+        for attempt in range(_RETRIES):
+            try:
+                with self._store.transaction(write=True) as tx:
+                    return work(tx)
+            except StorageConflict:
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _score(
+        self,
+        tx: Transaction,
+        scope: str,
+        analysed: Analysed,
+        names: Mapping[int, str],
+        counts: Mapping[int, Mapping[str, TokenStats]],
+        totals: ModelTotals,
+    ) -> nb.Scored:
+        model = self._settings.model
+        if model.kind == "bernoulli":
+            evidence = [
+                nb.Evidence(names[tid], 1, {lb: s.messages for lb, s in per.items()})
+                for tid, per in counts.items()
+            ]
+            messages = {lb: totals.labels[lb].messages for lb in LABELS}
+            return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
+        presence = model.counting == "presence"
+        evidence = [
+            nb.Evidence(
+                names[tid],
+                1 if presence else analysed.tokens[names[tid]],
+                {lb: (s.messages if presence else s.occurrences) for lb, s in per.items()},
+            )
+            for tid, per in counts.items()
+            if any(s.occurrences > 0 for s in per.values())
+        ]
+        class_totals = {
+            lb: nb.ClassTotals(
+                totals.labels[lb].messages,
+                totals.labels[lb].token_messages if presence else totals.labels[lb].occurrences,
+            )
+            for lb in LABELS
+        }
+        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha)
+
+    def _classification(
+        self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]
+    ) -> Classification:
+        if scored is None:
+            uniform = -math.log(len(LABELS))
+            posteriors = {label: uniform for label in LABELS}
+            log_odds, found = 0.0, []
+        else:
+            posteriors = scored.log_posteriors
+            log_odds = scored.log_odds(Label.SPAM, Label.HAM)
+            found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
+        decision: Decision = decide(log_odds, learned, self._thresholds)
+        return Classification(
+            verdict=decision.verdict,
+            reason=decision.reason,
+            spam_probability=nb.probability(posteriors[Label.SPAM]),
+            log_odds=log_odds,
+            log_posteriors=posteriors,
+            clues=found,
+            digest=analysed.digest,
+            tokens=sum(analysed.tokens.values()),
+            truncated=analysed.truncated,
+        )
+
+
+_EMPTY = LabelStats()
+
+
+def _label(value: str) -> Label:
+    try:
+        return parse_label(value)
+    except ValueError as error:
+        raise InvalidLabel(str(error)) from error

@@ -1,0 +1,94 @@
+"""Settings: one pydantic-settings class, environment prefix ``SPAMFILTER_``.
+
+Nested groups use ``__``: ``SPAMFILTER_MODEL__ALPHA=0.5``. Top-level fields are
+``SPAMFILTER_DATABASE_URL``, ``SPAMFILTER_API_TOKENS`` (comma-separated) and
+``SPAMFILTER_SCOPE``. Nothing is built at import: callers make ``Settings()`` once and pass it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def default_database_url() -> str:
+    """SQLite under the user's data folder, shared by the service and the CLI."""
+    return f"sqlite:///{Path.home() / '.local' / 'share' / 'spamfilter' / 'spamfilter.db'}"
+
+
+class ModelSettings(BaseModel):
+    """Naive Bayes parameters (read at every call; no migration needed to change them)."""
+
+    alpha: float = Field(1.0, gt=0, description="additive smoothing; 1 is Laplace")
+    counting: Literal["occurrences", "presence"] = Field(
+        "occurrences", description="count every occurrence of a token, or once per message"
+    )
+    kind: Literal["multinomial", "bernoulli"] = "multinomial"
+    clues: int = Field(15, ge=0, le=200, description="tokens returned as the explanation")
+
+
+class DecisionSettings(BaseModel):
+    """Verdict cut-offs on the log-odds (nats) and the training guard rail."""
+
+    ham_log_odds: float = 0.0
+    spam_log_odds: float = 0.0
+    min_messages: int = Field(10, ge=0, description="learned messages per label before verdicts")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DecisionSettings:
+        if self.ham_log_odds > self.spam_log_odds:
+            raise ValueError("ham_log_odds must not exceed spam_log_odds")
+        return self
+
+
+class TokenizerSettings(BaseModel):
+    """Caps on what one message contributes (see app.domain.tokenizer)."""
+
+    max_token_length: int = Field(40, ge=4, le=1000)
+    max_tokens: int = Field(5000, ge=10)
+    scan_bytes: int = Field(
+        512 * KIB, ge=KIB, description="only the first N bytes of a larger message are tokenised"
+    )
+
+
+class ServerSettings(BaseModel):
+    """HTTP front end."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    allow_public_bind: bool = Field(
+        False, description="bind a non-loopback address without API tokens"
+    )
+    max_message_bytes: int = Field(
+        25 * MIB, ge=KIB, description="hard cap; larger requests get 413"
+    )
+
+
+class Settings(BaseSettings):
+    """Everything configurable, read from the environment (and a .env file if present)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SPAMFILTER_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    database_url: str = Field(default_factory=default_database_url)
+    api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    scope: str = Field("global", min_length=1, max_length=200)
+    model: ModelSettings = ModelSettings()
+    decision: DecisionSettings = DecisionSettings()
+    tokenizer: TokenizerSettings = TokenizerSettings()
+    server: ServerSettings = ServerSettings()
+
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _split_tokens(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
+        return value

@@ -1,0 +1,1 @@
+"""Persistence: the only package that imports SQLAlchemy and Alembic."""

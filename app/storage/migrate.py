@@ -1,0 +1,39 @@
+"""Alembic, driven from code: upgrade to head, downgrade, and the head revision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+# The project root: migrations/ and alembic.ini sit beside the app package.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def alembic_config(engine: Engine) -> Config:
+    """An Alembic config that runs on ``engine`` (env.py uses the passed connection)."""
+    config = Config(str(ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(ROOT / "migrations"))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the database up to ``revision``."""
+    command.upgrade(alembic_config(engine), revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Migrate the database down to ``revision`` (``base`` for an empty schema)."""
+    command.downgrade(alembic_config(engine), revision)
+
+
+def head_revision(engine: Engine) -> str:
+    """The newest revision the migrations folder defines."""
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    if head is None:  # pragma: no cover - the project always ships a revision
+        raise RuntimeError("no migration revisions found")
+    return head
