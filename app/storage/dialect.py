@@ -16,6 +16,7 @@ from sqlalchemy import BigInteger, ColumnElement, Connection, Table, and_, bindp
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnClause
 
+
 def _insert(conn: Connection, table: Table) -> Any:
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table)
@@ -76,9 +77,7 @@ def increment_returning_new(
     """
     if not rows:
         return 0
-    stmt = _upsert(conn, table, ["occurrences"]).returning(
-        table.c.token_id, table.c.occurrences
-    )
+    stmt = _upsert(conn, table, ["occurrences"]).returning(table.c.token_id, table.c.occurrences)
     added = {row["token_id"]: row["occurrences"] for row in rows}
     result = conn.execute(stmt, list(rows))
     return sum(1 for token_id, total in result if total == added[token_id])
