@@ -103,10 +103,16 @@ def decrement(
 
 
 def insert_if_absent(conn: Connection, table: Table, values: Mapping[str, Any]) -> bool:
-    """Insert one row unless its key exists; True when it was inserted."""
+    """Insert one row unless its key exists; True when it was inserted.
+
+    RETURNING, not rowcount: psycopg 3 reports rowcount -1 for a Core INSERT once
+    SQLAlchemy has closed the cursor, which made every insert look like a conflict.
+    """
+    keys = _key_names(table)
     stmt = (
         _insert(conn, table)
         .values(dict(values))
-        .on_conflict_do_nothing(index_elements=_key_names(table))
+        .on_conflict_do_nothing(index_elements=keys)
+        .returning(table.c[keys[0]])
     )
-    return bool(conn.execute(stmt).rowcount == 1)
+    return conn.execute(stmt).first() is not None
