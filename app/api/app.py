@@ -1,0 +1,106 @@
+"""The application factory. Nothing is built at import: ``create_app(settings)`` builds it all.
+
+``uvicorn --factory app.api.app:app_factory`` runs it with settings from the environment.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from importlib import metadata
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from app.api.errors import install_error_handlers
+from app.api.metrics import Metrics, MetricsMiddleware
+from app.api.routes import router
+from app.bootstrap import build_service
+from app.errors import ConfigurationError
+from app.service import SpamFilter
+from app.settings import Settings
+
+DESCRIPTION = """
+A Naive Bayes spam filter that learns from every correction.
+
+Send a raw message (RFC 822 bytes) to **classify** it, to give **feedback** (learn it as
+spam or ham) or to **forget** it. Scores are natural-log odds; every verdict lists the tokens
+that moved it. Errors are JSON `{"error": code, "detail": text}`.
+"""
+
+
+def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI:
+    """A FastAPI app serving ``service``, or a service built from ``settings`` at startup.
+
+    Without a service the lifespan builds one (running the idempotent migrations first), and
+    either way the database engine is disposed of at shutdown.
+    """
+    metrics = Metrics()
+    app = FastAPI(
+        title="spamfilter",
+        version=_version(),
+        description=DESCRIPTION,
+        lifespan=_lifespan(settings, service),
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.service = service
+    install_error_handlers(app)
+    app.include_router(router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def app_factory() -> FastAPI:
+    """The app with settings from the environment (``uvicorn --factory``)."""
+    return create_app(Settings())
+
+
+def check_bind(settings: Settings) -> None:
+    """Raise ConfigurationError for a non-loopback bind without API tokens.
+
+    Feedback and forget change the model, so a public address needs tokens unless the
+    operator opts out explicitly with ``server.allow_public_bind``.
+    """
+    host = settings.server.host
+    if settings.api_tokens or settings.server.allow_public_bind or is_loopback(host):
+        return
+    raise ConfigurationError(
+        f"refusing to listen on {host} without API tokens: set SPAMFILTER_API_TOKENS, "
+        "bind 127.0.0.1, or set SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND=true"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _lifespan(
+    settings: Settings, given: SpamFilter | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = given
+        if service is None:
+            service = await run_in_threadpool(build_service, settings, True)
+        app.state.service = service
+        try:
+            yield
+        finally:
+            service.store.dispose()
+
+    return lifespan
+
+
+def _version() -> str:
+    try:
+        return metadata.version("spamfilter")
+    except metadata.PackageNotFoundError:  # pragma: no cover - always installed in practice
+        return "0.0.0"

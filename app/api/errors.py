@@ -1,0 +1,106 @@
+"""The one place where errors become HTTP responses: status + JSON ``{"error", "detail"}``.
+
+The service's error hierarchy (``app.errors``) is mapped here and nowhere else; routes simply
+let errors propagate. FastAPI's request validation errors and Starlette's own HTTP errors
+(404, 405, ...) are reshaped to the same JSON form so that clients parse one error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from app.errors import (
+    ConfigurationError,
+    InvalidLabel,
+    InvalidMessage,
+    MessageTooLarge,
+    SpamFilterError,
+    StorageConflict,
+    StorageUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+
+class NotAuthenticated(SpamFilterError):
+    """A request to a protected route without a valid bearer token (an HTTP-only concern)."""
+
+    code = "not_authenticated"
+
+
+STATUS: Mapping[type[SpamFilterError], int] = {
+    InvalidMessage: 400,
+    NotAuthenticated: 401,
+    MessageTooLarge: 413,
+    InvalidLabel: 422,
+    StorageUnavailable: 503,
+    # Raised only after the service's own retries are used up: the client may retry later.
+    StorageConflict: 503,
+    ConfigurationError: 500,
+}
+
+
+def status_of(error: SpamFilterError) -> int:
+    """The HTTP status of an error: its closest class in ``STATUS``, else 500."""
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def error_response(
+    status: int, code: str, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """A JSON error body ``{"error": code, "detail": detail}`` with ``status``."""
+    return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
+
+
+async def on_spamfilter_error(_request: Request, error: Exception) -> JSONResponse:
+    """Map a SpamFilterError to its status and code."""
+    assert isinstance(error, SpamFilterError)
+    status = status_of(error)
+    if status >= 500:
+        log.warning("request failed: %s: %s", error.code, error)
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, NotAuthenticated) else None
+    return error_response(status, error.code, str(error) or error.code, headers)
+
+
+async def on_validation_error(_request: Request, error: Exception) -> JSONResponse:
+    """Reshape FastAPI's validation errors (e.g. a missing ``label``) to 422 + our JSON."""
+    assert isinstance(error, RequestValidationError)
+    problems = []
+    for item in error.errors():
+        where = " ".join(str(part) for part in item.get("loc", ()))
+        problems.append(f"{where}: {item.get('msg', 'invalid')}")
+    return error_response(422, "invalid_request", "; ".join(problems) or "invalid request")
+
+
+async def on_http_error(_request: Request, error: Exception) -> JSONResponse:
+    """Starlette's HTTP errors (unknown route, wrong method, ...) in our JSON shape."""
+    assert isinstance(error, HTTPException)
+    code = _http_code(error.status_code)
+    return error_response(error.status_code, code, str(error.detail), error.headers)
+
+
+async def on_unexpected_error(_request: Request, _error: Exception) -> JSONResponse:
+    """A bug: 500 in our JSON shape (the traceback is logged by the server, not returned)."""
+    return error_response(500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every mapping above on ``app``."""
+    app.add_exception_handler(SpamFilterError, on_spamfilter_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected_error)
+
+
+def _http_code(status: int) -> str:
+    codes = {404: "not_found", 405: "method_not_allowed", 413: "message_too_large"}
+    return codes.get(status, f"http_{status}")

@@ -1,0 +1,188 @@
+"""The HTTP routes: each reads the request, calls one service function, renders the result.
+
+Handlers are ``async`` so that the body is read on the event loop (under the size cap),
+while every service call — synchronous SQLAlchemy, plus parsing and tokenising — runs in the
+threadpool: the event loop never waits on the database. No business rule lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from app.api.body import read_message
+from app.api.dependencies import MetricsDep, ServiceDep, SettingsDep, require_token
+from app.api.schemas import (
+    RAW_MESSAGE_BODY,
+    ClassifyResponse,
+    ClueResponse,
+    FeedbackResponse,
+    ForgetResponse,
+    HealthResponse,
+    LabelStatsResponse,
+    StatsResponse,
+    errors,
+)
+from app.domain.labels import LABELS
+from app.errors import StorageUnavailable
+from app.service import Classification, SpamFilter, Stats
+
+router = APIRouter()
+
+LabelQuery = Annotated[
+    str,
+    Query(
+        description=f"What the message is: one of {', '.join(LABELS)}.",
+        examples=["spam"],
+        json_schema_extra={"enum": list(LABELS)},
+    ),
+]
+
+
+@router.post(
+    "/v1/classify",
+    tags=["filter"],
+    summary="Classify a message",
+    response_model=ClassifyResponse,
+    responses=errors(400, 413, 503),
+    openapi_extra=RAW_MESSAGE_BODY,
+)
+async def classify(
+    request: Request, service: ServiceDep, settings: SettingsDep, metrics: MetricsDep
+) -> ClassifyResponse:
+    """Score the raw message: ham, unsure or spam, with the log-odds and the top clues."""
+    raw = await read_message(request, settings.server.max_message_bytes)
+    result = await run_in_threadpool(service.classify, raw)
+    metrics.verdicts.labels(result.verdict.value).inc()
+    return render_classification(result)
+
+
+@router.post(
+    "/v1/feedback",
+    tags=["filter"],
+    summary="Learn a message as spam or ham",
+    response_model=FeedbackResponse,
+    responses=errors(400, 401, 413, 422, 503),
+    openapi_extra=RAW_MESSAGE_BODY,
+    dependencies=[Depends(require_token)],
+)
+async def feedback(
+    request: Request,
+    label: LabelQuery,
+    service: ServiceDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+) -> FeedbackResponse:
+    """Learn the raw message as ``label``: learned, relabelled (counts moved) or unchanged."""
+    raw = await read_message(request, settings.server.max_message_bytes)
+    result = await run_in_threadpool(service.learn, raw, label)
+    learned_as = str(result.label)
+    metrics.feedback.labels(learned_as, result.outcome.value).inc()
+    return FeedbackResponse.model_validate(
+        {"digest": result.digest, "label": learned_as, "outcome": result.outcome.value}
+    )
+
+
+@router.post(
+    "/v1/forget",
+    tags=["filter"],
+    summary="Forget a learned message",
+    response_model=ForgetResponse,
+    responses=errors(400, 401, 413, 503),
+    openapi_extra=RAW_MESSAGE_BODY,
+    dependencies=[Depends(require_token)],
+)
+async def forget(
+    request: Request, service: ServiceDep, settings: SettingsDep, metrics: MetricsDep
+) -> ForgetResponse:
+    """Remove what learning the raw message added: forgotten, or unknown if never learned."""
+    raw = await read_message(request, settings.server.max_message_bytes)
+    result = await run_in_threadpool(service.forget, raw)
+    metrics.forgets.labels(result.outcome.value).inc()
+    return ForgetResponse.model_validate({"digest": result.digest, "outcome": result.outcome.value})
+
+
+@router.get(
+    "/v1/stats",
+    tags=["filter"],
+    summary="What the model has learned",
+    response_model=StatsResponse,
+    responses=errors(503),
+)
+async def stats(service: ServiceDep) -> StatsResponse:
+    """Learned messages and token occurrences per label, and the vocabulary size."""
+    return render_stats(await run_in_threadpool(service.stats))
+
+
+@router.get("/healthz", tags=["operations"], summary="Liveness", response_model=HealthResponse)
+async def healthz() -> HealthResponse:
+    """The process is alive; the database is not consulted."""
+    return HealthResponse(status="ok")
+
+
+@router.get(
+    "/readyz",
+    tags=["operations"],
+    summary="Readiness",
+    response_model=HealthResponse,
+    responses=errors(503),
+)
+async def readyz(service: ServiceDep) -> HealthResponse:
+    """200 when the database answers and its schema is at the newest revision; else 503."""
+    await run_in_threadpool(check_ready, service)
+    return HealthResponse(status="ready")
+
+
+@router.get(
+    "/metrics",
+    tags=["operations"],
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Text format"}},
+)
+async def metrics_text(metrics: MetricsDep) -> Response:
+    """Request counts and latencies by route and status, verdicts, feedback outcomes."""
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def check_ready(service: SpamFilter) -> None:
+    """Raise StorageUnavailable unless the database answers and is fully migrated."""
+    if not service.store.is_migrated():
+        raise StorageUnavailable(
+            "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
+        )
+
+
+def render_classification(result: Classification) -> ClassifyResponse:
+    """The HTTP form of a Classification."""
+    return ClassifyResponse.model_validate(
+        {
+            "verdict": result.verdict.value,
+            "spam_probability": result.spam_probability,
+            "log_odds": result.log_odds,
+            "log_posteriors": dict(result.log_posteriors),
+            "clues": [ClueResponse(token=c.token, weight=c.weight) for c in result.clues],
+            "digest": result.digest,
+            "reason": None if result.reason is None else result.reason.value,
+            "tokens": result.tokens,
+            "truncated": result.truncated,
+        }
+    )
+
+
+def render_stats(result: Stats) -> StatsResponse:
+    """The HTTP form of Stats."""
+    return StatsResponse.model_validate(
+        {
+            "labels": {
+                label: LabelStatsResponse(messages=s.messages, tokens=s.tokens)
+                for label, s in result.labels.items()
+            },
+            "vocabulary": result.vocabulary,
+            "database": result.database,
+            "scope": result.scope,
+        }
+    )

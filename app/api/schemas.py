@@ -1,0 +1,172 @@
+"""The HTTP contract: response models, the raw-message request body, documented errors.
+
+Request bodies are raw RFC 822 bytes, not JSON, so they are described to OpenAPI with
+``RAW_MESSAGE_BODY`` (``openapi_extra``) instead of a pydantic model. Each response model
+carries an example; ``errors(...)`` lists the error statuses a route can answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EXAMPLE_MESSAGE = (
+    "From: Alice <alice@example.org>\n"
+    "To: bob@example.net\n"
+    "Subject: Lunch on Friday?\n"
+    "Message-ID: <1@example.org>\n"
+    "\n"
+    "Shall we try the new place near the station?\n"
+)
+
+RAW_MESSAGE_BODY: dict[str, Any] = {
+    "requestBody": {
+        "description": "The raw message, headers and body, exactly as received (RFC 822). "
+        "Any content type is accepted; message/rfc822 is the natural one.",
+        "content": {
+            "message/rfc822": {
+                "schema": {"type": "string", "format": "binary"},
+                "example": EXAMPLE_MESSAGE,
+            }
+        },
+        "required": True,
+    }
+}
+
+DIGEST_EXAMPLE = "9f2b6d1c3a4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
+
+
+class ClueResponse(BaseModel):
+    """One token and how far it moved the log-odds (nats; > 0 towards spam)."""
+
+    token: str
+    weight: float
+
+
+class ClassifyResponse(BaseModel):
+    """A verdict and the numbers behind it. Log values are natural logarithms (nats)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "verdict": "ham",
+                    "spam_probability": 0.0231,
+                    "log_odds": -3.744,
+                    "log_posteriors": {"ham": -0.0234, "spam": -3.7676},
+                    "clues": [{"token": "subject:lunch", "weight": -1.92}],
+                    "digest": DIGEST_EXAMPLE,
+                    "reason": None,
+                    "tokens": 17,
+                    "truncated": False,
+                }
+            ]
+        }
+    )
+
+    verdict: Literal["ham", "unsure", "spam"]
+    spam_probability: float = Field(description="P(spam | message), in [0, 1]; saturates")
+    log_odds: float = Field(description="log P(spam|x) - log P(ham|x), nats")
+    log_posteriors: dict[str, float] = Field(description="log P(label|x) per label, nats")
+    clues: list[ClueResponse] = Field(description="tokens that moved the score most")
+    digest: str = Field(description="hex SHA-256 of the normalised message")
+    reason: str | None = Field(
+        description="why the verdict is unsure: not_enough_training or between_thresholds"
+    )
+    tokens: int = Field(description="token occurrences in the message")
+    truncated: bool = Field(description="only the first part of a large message was read")
+
+
+class FeedbackResponse(BaseModel):
+    """What learning a message did."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"digest": DIGEST_EXAMPLE, "label": "spam", "outcome": "learned"}]
+        }
+    )
+
+    digest: str
+    label: str = Field(description="the label the message is now learned as")
+    outcome: Literal["learned", "relabelled", "unchanged"]
+
+
+class ForgetResponse(BaseModel):
+    """What forgetting a message did."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"digest": DIGEST_EXAMPLE, "outcome": "forgotten"}]}
+    )
+
+    digest: str
+    outcome: Literal["forgotten", "unknown"]
+
+
+class LabelStatsResponse(BaseModel):
+    """Learned messages and token occurrences of one label."""
+
+    messages: int
+    tokens: int
+
+
+class StatsResponse(BaseModel):
+    """What the model holds."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "labels": {
+                        "ham": {"messages": 1200, "tokens": 310000},
+                        "spam": {"messages": 800, "tokens": 240000},
+                    },
+                    "vocabulary": 52000,
+                    "database": "sqlite",
+                    "scope": "global",
+                }
+            ]
+        }
+    )
+
+    labels: dict[str, LabelStatsResponse]
+    vocabulary: int = Field(description="distinct tokens with a non-zero count")
+    database: Literal["sqlite", "postgresql"]
+    scope: str
+
+
+class HealthResponse(BaseModel):
+    """Liveness or readiness."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"status": "ok"}]})
+
+    status: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error: a machine-readable code and a human explanation."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"error": "invalid_message", "detail": "input is not a message"}]
+        }
+    )
+
+    error: str
+    detail: str
+
+
+_ERROR_TEXT = {
+    400: "Not a message (invalid_message), e.g. an empty body",
+    401: "Missing or wrong bearer token (not_authenticated)",
+    413: "Message over the size cap (message_too_large)",
+    422: "Bad or missing parameter (invalid_label, invalid_request)",
+    503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict)",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the given error statuses."""
+    return {
+        status: {"model": ErrorResponse, "description": _ERROR_TEXT[status]} for status in statuses
+    }
