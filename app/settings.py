@@ -25,7 +25,9 @@ def default_database_url() -> str:
 class ModelSettings(BaseModel):
     """Naive Bayes parameters (read at every call; no migration needed to change them)."""
 
-    alpha: float = Field(1.0, gt=0, description="additive smoothing; 1 is Laplace")
+    alpha: float = Field(
+        1.0, gt=0, allow_inf_nan=False, description="additive smoothing; 1 is Laplace"
+    )
     # Why presence: online on the SpamAssassin corpus (seed 1) counting each token once per
     # message gives 1-ROCA% 0.242 against 0.519 for every occurrence (as SpamBayes and
     # SpamAssassin count; Schneider 2004 reports the same for multinomial NB on mail).
@@ -42,8 +44,8 @@ class DecisionSettings(BaseModel):
     # Why 15 nats: online over seeds 1-5 of the SpamAssassin corpus, a cut-off of 15 keeps ham
     # misclassified at 0.36-0.46 % (10 gives up to 0.51 %, 0 gives 0.80 %); spam between 0
     # and 15 is reported unsure rather than passed as ham.
-    ham_log_odds: float = 0.0
-    spam_log_odds: float = 15.0
+    ham_log_odds: float = Field(0.0, allow_inf_nan=False)
+    spam_log_odds: float = Field(15.0, allow_inf_nan=False)
     min_messages: int = Field(10, ge=0, description="learned messages per label before verdicts")
 
     @model_validator(mode="after")

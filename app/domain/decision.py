@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +37,8 @@ class Thresholds:
     min_messages: int
 
     def __post_init__(self) -> None:
+        if math.isnan(self.ham) or math.isnan(self.spam):
+            raise ValueError("thresholds must be numbers, not NaN")
         if self.ham > self.spam:
             raise ValueError("the ham threshold must not exceed the spam threshold")
         if self.min_messages < 0:

@@ -7,6 +7,7 @@ Parsing uses the stdlib ``email`` package with ``policy=compat32``: it is the fa
 from __future__ import annotations
 
 import email
+import email.errors
 import email.header
 import hashlib
 import re
@@ -49,9 +50,10 @@ class ParsedMessage:
 
 
 def normalise(raw: bytes) -> bytes:
-    """The message bytes without an mbox ``From `` envelope line and with LF line endings."""
-    body = raw.replace(b"\r\n", b"\n")
-    return _MBOX_FROM.sub(b"", body, count=1)
+    """The message bytes with LF line endings, without an mbox ``From `` line or leading blank
+    lines (which would otherwise make the parser read every header as body text)."""
+    body = _MBOX_FROM.sub(b"", raw.replace(b"\r\n", b"\n"), count=1)
+    return body.lstrip(b"\n")
 
 
 def digest_of(raw: bytes) -> str:
@@ -65,7 +67,7 @@ def parse(raw: bytes, scan_limit: int) -> ParsedMessage:
     Raises NotAMessage for empty input or input whose first line is not a header.
     """
     data = normalise(raw)
-    if not _HEADER_LINE.match(data.lstrip(b"\n")):
+    if not _HEADER_LINE.match(data):
         raise NotAMessage("input does not start with an RFC 822 header")
     truncated = len(data) > scan_limit
     head = data[:scan_limit] if truncated else data
@@ -115,14 +117,30 @@ def text_parts(message: Message) -> Iterator[TextPart]:
 
 
 def header_text(message: Message, name: str) -> str:
-    """A header's value with RFC 2047 encoded-words decoded; "" when absent or unreadable."""
+    """A header's value with RFC 2047 encoded-words decoded; "" when absent or unreadable.
+
+    Raw 8-bit header bytes (RFC 6532 UTF-8, or a legacy charset) come back from compat32 as a
+    Header of unknown-8bit bytes: they are decoded with the body fallbacks, not replaced.
+    """
     value = message.get(name)
     if value is None:
         return ""
+    if isinstance(value, email.header.Header):
+        value = "".join(
+            decode_bytes(fragment, None) if isinstance(fragment, bytes) else fragment
+            for fragment, _charset in email.header.decode_header(value)
+        )
+    return decode_encoded_words(str(value))
+
+
+def decode_encoded_words(value: str) -> str:
+    """RFC 2047 ``=?charset?b|q?...?=`` words decoded; the raw text when they are broken."""
+    if "=?" not in value:
+        return value
     try:
-        fragments = email.header.decode_header(str(value))
-    except (ValueError, LookupError, TypeError, AssertionError):
-        return str(value)
+        fragments = email.header.decode_header(value)
+    except (email.errors.MessageError, ValueError, LookupError, TypeError, AssertionError):
+        return value
     pieces = []
     for fragment, charset in fragments:
         if isinstance(fragment, bytes):

@@ -144,23 +144,40 @@ def bernoulli(
     present tokens: the change from "absent" to "present".
     """
     labels = list(messages)
-    log_joint = log_priors(messages)
+    # Σ log(1 - p_tc) over V, kept as a finite sum plus a count of -inf terms, so that a
+    # present token whose absent term is -inf (p = 1 under MLE) can be taken out exactly.
+    finite = dict.fromkeys(labels, 0.0)
+    infinite = dict.fromkeys(labels, 0)
     for counts in vocabulary_counts:
         for label in labels:
-            unseen = messages[label] - counts.get(label, 0)
-            log_joint[label] += smoothed_log_prob(unseen, messages[label], alpha, 2)
+            term = _absent(counts.get(label, 0), messages[label], alpha)
+            if term == NEG_INF:
+                infinite[label] += 1
+            else:
+                finite[label] += term
     contributions: dict[str, dict[str, float]] = {}
     for item in evidence:
         per_label: dict[str, float] = {}
         for label in labels:
             seen = item.counts.get(label, 0)
             present = smoothed_log_prob(seen, messages[label], alpha, 2)
-            absent = smoothed_log_prob(messages[label] - seen, messages[label], alpha, 2)
+            absent = _absent(seen, messages[label], alpha)
+            if absent == NEG_INF:
+                infinite[label] -= 1
+                absent = 0.0
+            finite[label] += present - absent
             per_label[label] = present - absent
         contributions[item.token] = per_label
-        for label, value in per_label.items():
-            log_joint[label] += value
+    priors = log_priors(messages)
+    log_joint = {
+        label: NEG_INF if infinite[label] > 0 else priors[label] + finite[label] for label in labels
+    }
     return Scored(log_joint, normalise(log_joint), contributions)
+
+
+def _absent(seen: int, messages: int, alpha: float) -> float:
+    """log P(token absent | class) = log(1 - p_tc) under additive smoothing."""
+    return smoothed_log_prob(messages - seen, messages, alpha, 2)
 
 
 def clues(scored: Scored, positive: str, negative: str, limit: int) -> list[Clue]:

@@ -38,21 +38,37 @@ _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
 _URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+")
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
 _HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
+# Room for a namespace such as "return-path:domain:" on top of the word-length cap.
+_NAMESPACE_ALLOWANCE = 40
 _HEADERS_AS_WORDS = ("x-mailer", "user-agent", "content-transfer-encoding")
 
 
 def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
-    """Token counts for one message (each occurrence counted, capped at ``max_tokens``)."""
+    """Token counts for one message (each occurrence counted, at most ``max_tokens`` in all)."""
     counts: Counter[str] = Counter()
     budget = options.max_tokens
+    if parsed.truncated and budget > 0:
+        counts["meta:truncated"] += 1
+        budget -= 1
+    limit = options.max_token_length + _NAMESPACE_ALLOWANCE
     for token in _all_tokens(parsed.message, options):
         if budget <= 0:
             break
-        counts[token] += 1
+        counts[fold_long(token, limit)] += 1
         budget -= 1
-    if parsed.truncated:
-        counts["meta:truncated"] += 1
     return counts
+
+
+def fold_long(token: str, limit: int) -> str:
+    """``token``, or ``<namespace>skip:<length bucket>`` when it is longer than ``limit``.
+
+    Applies to every token, so a 5,000-character host name or address cannot become a
+    5,000-character token whatever namespace produced it.
+    """
+    if len(token) <= limit:
+        return token
+    namespace = token[: token.rfind(":", 0, _NAMESPACE_ALLOWANCE) + 1]
+    return f"{namespace}skip:{len(token) // 10 * 10}"
 
 
 def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
