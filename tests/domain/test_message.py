@@ -1,0 +1,281 @@
+"""Parsing, digests, size caps and charset-safe decoding of raw message bytes."""
+
+from __future__ import annotations
+
+import email
+import email.errors
+import hashlib
+import random
+from email import policy
+
+import pytest
+
+from app.domain.message import (
+    NotAMessage,
+    decode_bytes,
+    digest_of,
+    header_text,
+    header_values,
+    normalise,
+    parse,
+    part_charset,
+    text_parts,
+)
+from app.domain.tokenizer import TokenizerOptions, tokenize
+from tests.domain.builders import SCAN_LIMIT, message, tokens_of
+
+PNG_HEADER = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06"
+
+
+# ---- what is not a message -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\n\n\n",
+        PNG_HEADER + bytes(range(256)),
+        b"\x00" * 100,
+        b"just a line of text without a colon\n\nand a body\n",
+        b" Subject: indented first line\n\nbody\n",
+        b"Subject\n\nno colon after the name\n",
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n",
+        b"From sender@example.org Tue May 14 08:12:44 2024\n",
+    ],
+    ids=[
+        "empty",
+        "blank-lines",
+        "png",
+        "nul-bytes",
+        "no-colon",
+        "leading-space",
+        "name-without-colon",
+        "pdf",
+        "mbox-line-only",
+    ],
+)
+def test_not_a_message(raw: bytes) -> None:
+    with pytest.raises(NotAMessage):
+        parse(raw, SCAN_LIMIT)
+
+
+def test_not_a_message_is_a_value_error() -> None:
+    assert issubclass(NotAMessage, ValueError)
+
+
+def test_random_binary_bytes_either_parse_or_are_refused() -> None:
+    rng = random.Random(1234)
+    for _ in range(200):
+        raw = rng.randbytes(rng.randint(0, 2000))
+        try:
+            parsed = parse(raw, SCAN_LIMIT)
+        except NotAMessage:
+            continue
+        tokenize(parsed, TokenizerOptions())
+
+
+# ---- minimal and malformed messages ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"Subject: only headers", b"Subject: only headers\n", b"Subject: only headers\n\n"],
+    ids=["no-newline", "no-blank-line", "empty-body"],
+)
+def test_headers_without_a_body_parse(raw: bytes) -> None:
+    parsed = parse(raw, SCAN_LIMIT)
+    assert parsed.message["subject"] == "only headers"
+    assert not parsed.truncated
+    assert {"subject:only", "subject:headers"} <= set(tokenize(parsed, TokenizerOptions()))
+
+
+def test_truncated_multipart_without_closing_boundary() -> None:
+    raw = message(
+        "--b1\nContent-Type: text/plain\n\nfirst part words\n"
+        "--b1\nContent-Type: text/html\n\n<p>second part never closed",
+        subject="cut short",
+        content_type='multipart/alternative; boundary="b1"',
+    )
+    tokens = tokens_of(raw)
+    assert {"first", "part", "words"} <= set(tokens)
+    assert "mime:type:multipart/alternative" in tokens
+
+
+def test_multipart_without_any_boundary_line() -> None:
+    raw = message(
+        "no boundary ever appears here\n",
+        content_type='multipart/mixed; boundary="missing"',
+    )
+    tokens_of(raw)  # must not raise
+
+
+def test_bad_base64_payload_does_not_raise() -> None:
+    raw = message(
+        "--b\nContent-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
+        "!!!this is *not* base64 at all@@@\n===\n"
+        "--b\nContent-Type: text/plain\n\nreadable neighbour\n--b--\n",
+        content_type='multipart/mixed; boundary="b"',
+    )
+    tokens = tokens_of(raw)
+    assert {"readable", "neighbour"} <= set(tokens)
+
+
+def test_nul_bytes_in_the_body() -> None:
+    raw = message(b"hello\x00 wor\x00ld \x00\x00\x00 friend\n", subject="nul")
+    parsed = parse(raw, SCAN_LIMIT)
+    tokens = tokenize(parsed, TokenizerOptions())
+    assert {"hello", "friend"} <= set(tokens)
+    assert not [t for t in tokens if "\x00" in t]
+    assert parsed.digest == hashlib.sha256(raw).hexdigest()  # the digest keeps every byte
+
+
+def test_nul_byte_in_a_charset_name() -> None:
+    raw = message(b"caf\xc3\xa9 ol\xc3\xa9\n", content_type='text/plain; charset="utf\x00-8"')
+    assert {"café", "olé"} <= set(tokens_of(raw))
+
+
+def test_nul_byte_charset_on_an_already_parsed_part() -> None:
+    part = email.message_from_string(
+        'Content-Type: text/plain; charset="utf\x00-8"\n\ncaf\xe9\n', policy=policy.compat32
+    )
+    assert part_charset(part) in (None, "utf\x00-8")
+    assert [p.text.strip() for p in text_parts(part)] == ["café"]
+
+
+@pytest.mark.parametrize("charset", ["x-no-such-charset", "utf-99", '"', "   ", "../../etc"])
+def test_unknown_charset_does_not_raise(charset: str) -> None:
+    raw = message(b"plain na\xefve words\n", content_type=f'text/plain; charset="{charset}"')
+    assert {"plain", "naïve", "words"} <= set(tokens_of(raw))
+
+
+def test_unknown_charset_in_an_encoded_word() -> None:
+    raw = message("body\n", subject="=?x-martian?q?Hello_there?=")
+    parsed = parse(raw, SCAN_LIMIT)
+    assert header_text(parsed.message, "subject") == "Hello there"
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [
+        "=?utf-8?q?unfinished",
+        "=?=?=?",
+        "=??q?x?=",
+        "=?utf-8?q?=ZZ=?=",
+        "=?utf-8?b?!!!notbase64?=",
+        "=?utf-8?b?a?=",
+    ],
+)
+def test_malformed_encoded_words_do_not_raise(subject: str) -> None:
+    parsed = parse(message("body\n", subject=subject), SCAN_LIMIT)
+    assert isinstance(header_text(parsed.message, "subject"), str)
+    tokenize(parsed, TokenizerOptions())
+
+
+def test_header_text_and_values() -> None:
+    raw = message(
+        "x\n",
+        subject="=?utf-8?q?Caf=C3=A9?= =?iso-8859-1?q?_cr=E8me?=",
+        received="from a.example by b.example",
+    )
+    raw = raw.replace(b"\n\n", b"\nReceived: from c.example by d.example\n\n", 1)
+    parsed = parse(raw, SCAN_LIMIT).message
+    assert header_text(parsed, "subject") == "Café crème"
+    assert header_text(parsed, "x-absent") == ""
+    assert header_values(parsed, "received") == [
+        "from a.example by b.example",
+        "from c.example by d.example",
+    ]
+    assert header_values(parsed, "x-absent") == []
+
+
+# ---- size caps and digests -------------------------------------------------------------------
+
+
+def test_fifty_megabyte_body_is_truncated_but_digested_whole() -> None:
+    line = b"cheap meds online pharmacy discount\n"
+    raw = message(line * (50 * 1024 * 1024 // len(line)), subject="huge")
+    assert len(raw) > 50 * 1000 * 1000
+    parsed = parse(raw, 512 * 1024)
+    assert parsed.truncated
+    assert parsed.size == len(raw)
+    assert parsed.digest == hashlib.sha256(raw).hexdigest()
+    assert parsed.digest != hashlib.sha256(raw[: 512 * 1024]).hexdigest()
+    tokens = tokenize(parsed, TokenizerOptions())
+    assert tokens["meta:truncated"] == 1
+    assert tokens["pharmacy"] > 0
+
+
+def test_scan_limit_boundary() -> None:
+    raw = message("exactly\n", subject="edge")
+    assert not parse(raw, len(raw)).truncated
+    assert parse(raw, len(raw) - 1).truncated
+
+
+def test_digest_ignores_line_endings_and_the_mbox_line() -> None:
+    raw = message("line one\nline two\n", subject="digest")
+    crlf = raw.replace(b"\n", b"\r\n")
+    mbox = b"From someone@example.org Mon Jan  1 00:00:00 2024\r\n" + crlf
+    expected = hashlib.sha256(raw).hexdigest()
+    assert digest_of(raw) == digest_of(crlf) == digest_of(mbox) == expected
+    assert parse(mbox, SCAN_LIMIT).digest == expected
+    assert parse(mbox, SCAN_LIMIT).size == len(raw)
+
+
+def test_digest_changes_with_the_content() -> None:
+    a = message("one\n", subject="a")
+    b = message("one\n", subject="b")
+    assert digest_of(a) != digest_of(b)
+
+
+def test_only_the_first_mbox_line_is_removed() -> None:
+    raw = message("From the desk of the editor\n", subject="mbox")
+    mbox = b"From a@example.org Mon Jan  1 00:00:00 2024\n" + raw
+    assert normalise(mbox) == raw
+    assert b"From the desk" in normalise(raw)
+
+
+def test_leading_blank_lines_are_refused_or_skipped() -> None:
+    raw = b"\n\nSubject: hello there\nFrom: a@example.org\n\nbody\n"
+    try:
+        parsed = parse(raw, SCAN_LIMIT)
+    except NotAMessage:
+        return
+    assert parsed.message["subject"] == "hello there"
+
+
+# ---- decode_bytes fallbacks ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "charset", "expected"),
+    [
+        ("café".encode(), "utf-8", "café"),
+        ("café".encode(), None, "café"),  # no charset: utf-8 first
+        (b"caf\xe9", None, "café"),  # not utf-8: cp1252
+        (b"\x93quoted\x94", None, "\u201cquoted\u201d"),  # cp1252 curly quotes
+        (b"\x81\x8d", None, "\x81\x8d"),  # undefined in cp1252: latin-1
+        ("привет".encode("koi8-r"), "koi8-r", "привет"),
+        ("新书".encode("gb2312"), "gb2312", "新书"),
+        ("Grüße".encode("iso-8859-1"), '"ISO-8859-1"', "Grüße"),  # quoted, upper case
+        ("Grüße".encode("iso-8859-1"), " latin-1 ", "Grüße"),
+        (b"caf\xe9", "x-no-such-charset", "café"),  # unknown name: fallbacks
+        (b"caf\xe9", "utf\x00-8", "café"),  # NUL in the name: fallbacks
+        (b"caf\xe9", "", "café"),
+        (b"", "utf-8", ""),
+    ],
+)
+def test_decode_bytes(payload: bytes, charset: str | None, expected: str) -> None:
+    assert decode_bytes(payload, charset) == expected
+
+
+def test_decode_bytes_with_a_wrong_declared_charset_replaces() -> None:
+    assert decode_bytes(b"caf\xe9 ok", "utf-8") == "caf\ufffd ok"
+
+
+def test_decode_bytes_never_raises_on_random_bytes() -> None:
+    rng = random.Random(99)
+    charsets = [None, "utf-8", "ascii", "utf-16", "koi8-r", "gb2312", "bogus", "utf\x00-8"]
+    for _ in range(300):
+        payload = rng.randbytes(rng.randint(0, 64))
+        assert isinstance(decode_bytes(payload, rng.choice(charsets)), str)

@@ -1,0 +1,258 @@
+"""Tokenizer: golden token files for the hand-written messages in tests/data, plus rules that
+must hold however the tokenizer is tuned.
+
+Golden files: ``tests/data/<name>.tokens`` holds the sorted ``token<TAB>count`` lines of
+``tokenize(parse(raw, 512 KiB), TokenizerOptions())`` for ``tests/data/<name>.eml``. After a
+deliberate tokenizer change, regenerate them and review the diff:
+
+    SPAMFILTER_UPDATE_GOLDEN=1 pytest tests/domain/test_tokenizer.py
+
+With that variable set the golden test rewrites the files instead of comparing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from app.domain.message import parse
+from app.domain.tokenizer import TokenizerOptions, tokenize
+from tests.domain.builders import DATA_DIR, SCAN_LIMIT, eml_files, message, tokens_of
+
+UPDATE_GOLDEN = os.environ.get("SPAMFILTER_UPDATE_GOLDEN") == "1"
+
+
+def read(name: str) -> bytes:
+    return (DATA_DIR / name).read_bytes()
+
+
+def render(tokens: Counter[str]) -> str:
+    return "".join(f"{token}\t{count}\n" for token, count in sorted(tokens.items()))
+
+
+# ---- golden files ----------------------------------------------------------------------------
+
+
+def test_there_are_enough_hand_written_messages() -> None:
+    assert len(eml_files()) >= 8
+
+
+@pytest.mark.parametrize("path", eml_files(), ids=lambda p: p.stem)
+def test_golden_tokens(path: Path) -> None:
+    golden = path.with_suffix(".tokens")
+    actual = render(tokens_of(path.read_bytes()))
+    if UPDATE_GOLDEN:
+        golden.write_text(actual, encoding="utf-8", newline="\n")
+        return
+    assert golden.exists(), f"missing {golden.name}: run with SPAMFILTER_UPDATE_GOLDEN=1"
+    assert actual == golden.read_text(encoding="utf-8")
+
+
+def test_every_golden_file_has_its_message() -> None:
+    orphans = [p.name for p in DATA_DIR.glob("*.tokens") if not p.with_suffix(".eml").exists()]
+    assert orphans == []
+
+
+# ---- rules that hold whatever the tuning -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def html_tokens() -> Counter[str]:
+    return tokens_of(read("multipart_html.eml"))
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        # tag and attribute names
+        "doctype",
+        "div",
+        "table",
+        "td",
+        "href",
+        "src",
+        "bgcolor",
+        "img",
+        # script, style, comment and head text
+        "trackerscriptword",
+        "beaconvalue",
+        "javascript",
+        "stylesheetfont",
+        "bannerclass",
+        "ff0000",
+        "hiddencommentword",
+        "pagetitleword",
+        # entity names
+        "amp",
+        "nbsp",
+        "eacute",
+    ],
+)
+def test_html_markup_never_becomes_tokens(html_tokens: Counter[str], hidden: str) -> None:
+    assert not [t for t in html_tokens if hidden in re.split(r"[:/.]", t)]
+
+
+def test_html_text_and_entities_are_decoded(html_tokens: Counter[str]) -> None:
+    assert html_tokens["midnight"] == 1  # only in a table cell of the HTML part
+    assert "été" in html_tokens  # &eacute;t&eacute;
+    assert not [t for t in html_tokens if "<" in t or ">" in t or "&" in t]
+
+
+def test_html_links_and_images_become_url_tokens(html_tokens: Counter[str]) -> None:
+    assert "url:host:claim.mega-deals.example.biz" in html_tokens
+    assert "url:host:images.cdn-pixels.example.net" in html_tokens  # <img src>
+
+
+def test_subject_words_carry_the_subject_prefix() -> None:
+    tokens = tokens_of(read("plain_text.eml"))
+    assert "subject:tomatoes" in tokens
+    assert tokens["tomatoes"] == 3  # the body's own occurrences, counted apart
+
+
+def test_encoded_subject_is_decoded() -> None:
+    tokens = tokens_of(read("rfc2047_subject.eml"))
+    assert {"subject:reserva", "subject:confirmada", "subject:málaga"} <= set(tokens)
+    assert "from:name:josé" in tokens
+
+
+def test_sender_domain_token() -> None:
+    tokens = tokens_of(read("plain_text.eml"))
+    assert "from:domain:allotments.example.org" in tokens
+
+
+def test_received_lines_give_relay_tokens() -> None:
+    tokens = tokens_of(read("plain_text.eml"))
+    assert "received:host:relay.allotments.example.org" in tokens
+    assert any(t.startswith("received:ip:198.51.100") for t in tokens)
+    assert any(t.startswith("received:ip:203.0.113") for t in tokens)
+
+
+def test_base64_body_is_decoded() -> None:
+    raw = read("base64_text.eml")
+    assert b"xylophone" not in raw
+    assert tokens_of(raw)["xylophone"] == 1
+
+
+def test_quoted_printable_body_is_decoded() -> None:
+    raw = read("quoted_printable.eml")
+    tokens = tokens_of(raw)
+    # "séance" is split by a soft line break and "réconciliation" has an encoded é.
+    assert b"s=C3=A9anc=\ne" in raw
+    assert {"séance", "réconciliation", "café"} <= set(tokens)
+    assert not [t for t in tokens if "=c3" in t or "=a9" in t]
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("iso_8859_1.eml", {"grüße", "münchen", "straße"}),
+        ("koi8_r.eml", {"привет", "поезд", "subject:расписание"}),
+        ("gb2312.eml", {"bookshop", "subject:新书通知"}),
+        ("unknown_charset.eml", {"café", "naïve", "marmalade"}),
+    ],
+)
+def test_declared_and_unknown_charsets_are_decoded(name: str, words: set[str]) -> None:
+    tokens = tokens_of(read(name))
+    assert words <= set(tokens)
+    assert "\ufffd" not in "".join(tokens)
+
+
+def test_attachment_gives_mime_tokens_and_no_body_words() -> None:
+    tokens = tokens_of(read("attachment.eml"))
+    assert "mime:ext:pdf" in tokens
+    assert "mime:type:application/pdf" in tokens
+    assert "invoice" in tokens  # the text part
+    assert "catalog" not in tokens  # inside the PDF
+
+
+def test_a_very_long_word_becomes_a_skip_token() -> None:
+    word = "q" * 1000
+    tokens = tokens_of(message(f"short {word} words\n", subject="long"))
+    assert word not in tokens
+    skips = [t for t in tokens if t.startswith("skip:")]
+    assert len(skips) == 1
+    assert len(skips[0]) < 20
+    assert {"short", "words"} <= set(tokens)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 20, 100])
+def test_max_tokens_caps_the_total(limit: int) -> None:
+    raw = read("plain_text.eml")
+    tokens = tokens_of(raw, TokenizerOptions(max_tokens=limit))
+    assert sum(tokens.values()) == min(limit, sum(tokens_of(raw).values()))
+
+
+def test_max_tokens_keeps_headers_before_the_body() -> None:
+    raw = message(" ".join(["body"] * 500), subject="cheap watches")
+    tokens = tokens_of(raw, TokenizerOptions(max_tokens=10))
+    assert {"subject:cheap", "subject:watches"} <= set(tokens)
+    assert sum(tokens.values()) == 10
+
+
+def test_max_tokens_caps_the_total_of_a_truncated_message() -> None:
+    raw = message("word " * 5000, subject="big")
+    parsed = parse(raw, scan_limit=2048)
+    assert parsed.truncated
+    tokens = tokenize(parsed, TokenizerOptions(max_tokens=50))
+    assert sum(tokens.values()) <= 50
+    assert "meta:truncated" in tokens
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        message("visit http://" + "a" * 5000 + ".com/x today\n", subject="link"),
+        message("hello\n", from_="x@" + "b" * 5000 + ".example"),
+        message("hello\n", received="from " + "c" * 5000 + ".example by mx.example.org"),
+    ],
+    ids=["url-host", "from-domain", "received-host"],
+)
+def test_every_token_is_bounded_in_length(raw: bytes) -> None:
+    # DNS names stop at 253 characters; allow an address local part and a namespace.
+    tokens = tokens_of(raw)
+    assert max(len(t) for t in tokens) <= 400
+
+
+def test_raw_utf8_subject_keeps_its_words() -> None:
+    raw = "Subject: Grüße aus Köln\nFrom: Jürgen <j@example.de>\n\nhallo\n".encode()
+    tokens = tokens_of(raw)
+    assert {"subject:grüße", "subject:köln", "from:name:jürgen"} <= set(tokens)
+
+
+@pytest.mark.parametrize("path", eml_files(), ids=lambda p: p.stem)
+def test_tokenizing_is_deterministic(path: Path) -> None:
+    raw = path.read_bytes()
+    assert tokens_of(raw) == tokens_of(raw)
+    assert list(tokens_of(raw).items()) == list(tokens_of(raw).items())
+
+
+@pytest.mark.parametrize("path", eml_files(), ids=lambda p: p.stem)
+def test_crlf_and_lf_give_the_same_tokens_and_digest(path: Path) -> None:
+    lf = path.read_bytes()
+    assert b"\r" not in lf
+    crlf = lf.replace(b"\n", b"\r\n")
+    assert tokens_of(crlf) == tokens_of(lf)
+    assert parse(crlf, SCAN_LIMIT).digest == parse(lf, SCAN_LIMIT).digest
+
+
+@pytest.mark.parametrize("path", eml_files(), ids=lambda p: p.stem)
+def test_mbox_from_line_changes_neither_digest_nor_tokens(path: Path) -> None:
+    raw = path.read_bytes()
+    mbox = b"From sender@example.org Tue May 14 08:12:44 2024\n" + raw
+    assert parse(mbox, SCAN_LIMIT).digest == parse(raw, SCAN_LIMIT).digest
+    assert tokens_of(mbox) == tokens_of(raw)
+
+
+def test_min_token_length_drops_short_words() -> None:
+    tokens = tokens_of(message("a an ant ants\n", subject="x"))
+    assert "a" not in tokens
+    assert {"an", "ant", "ants"} <= set(tokens)
+    longer = tokens_of(
+        message("a an ant ants\n", subject="x"), TokenizerOptions(min_token_length=4)
+    )
+    assert "ant" not in longer
+    assert "ants" in longer
