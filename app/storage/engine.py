@@ -7,6 +7,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from app.errors import ConfigurationError
 
 
 def normalise_url(url: str) -> str:
@@ -24,10 +27,15 @@ def make_engine(url: str, pool_size: int = 5, busy_timeout_ms: int = 30_000) -> 
     can lose the last commits but never corrupts) and a busy timeout, and pysqlite's own
     transaction handling is replaced by explicit BEGIN [IMMEDIATE] (see ``_begin``).
     """
-    parsed = make_url(normalise_url(url))
-    if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed.render_as_string(hide_password=False), busy_timeout_ms)
-    return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    try:
+        parsed = make_url(normalise_url(url))
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed.render_as_string(hide_password=False), busy_timeout_ms)
+        return create_engine(
+            parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+        )
+    except (ArgumentError, NoSuchModuleError, ValueError) as error:
+        raise ConfigurationError(f"unusable database URL: {error}") from error
 
 
 def _sqlite_engine(url: str, busy_timeout_ms: int) -> Engine:

@@ -8,6 +8,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+
+from app.storage.failures import translate
 
 # The project root: migrations/ and alembic.ini sit beside the app package.
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,8 +25,11 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database up to ``revision``."""
-    command.upgrade(alembic_config(engine), revision)
+    """Migrate the database up to ``revision``; StorageUnavailable when it cannot be reached."""
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except DBAPIError as error:
+        raise translate(error) from error
 
 
 def downgrade(engine: Engine, revision: str) -> None:

@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, delete, select, text, update
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
-from app.errors import StorageConflict, StorageUnavailable
 from app.storage import dialect
 from app.storage.codec import decode_bag, encode_bag
+from app.storage.failures import translate
+from app.storage.migrate import head_revision
 from app.storage.tables import label_total, learned_message, model_scope, token, token_count
-
-# PostgreSQL SQLSTATEs a retry can cure: serialization_failure, deadlock_detected.
-_RETRYABLE_SQLSTATES = {"40001", "40P01"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,23 +95,11 @@ class Store:
 
     def is_migrated(self) -> bool:
         """True when the database is at the newest revision the code ships."""
-        from app.storage.migrate import head_revision
-
         return self.schema_revision() == head_revision(self._engine)
 
     def dispose(self) -> None:
         """Close every pooled connection."""
         self._engine.dispose()
-
-
-def translate(error: DBAPIError) -> StorageConflict | StorageUnavailable:
-    """Map a driver error to the service's error hierarchy."""
-    sqlstate = getattr(error.orig, "sqlstate", None)
-    if sqlstate in _RETRYABLE_SQLSTATES:
-        return StorageConflict(str(error.orig))
-    if isinstance(error, OperationalError):
-        return StorageUnavailable(str(error.orig))
-    return StorageUnavailable(f"database error: {error.orig}")
 
 
 class Transaction:
