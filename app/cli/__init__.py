@@ -1,0 +1,120 @@
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade.
+
+Settings are built once here from the environment (``SPAMFILTER_*``), with ``--database-url``
+on top, and passed to every command. Every command goes through ``app.bootstrap`` and the
+service. Errors the service raises on purpose become one line on stderr and an exit status:
+1 for a message that cannot be processed, 2 for usage and configuration, 75 (EX_TEMPFAIL)
+when the database is unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from app.cli.context import (
+    EXIT_PROCESSING,
+    EXIT_USAGE,
+    CliState,
+    build,
+    describe,
+    exit_code,
+    fail,
+    pass_state,
+)
+from app.cli.evaluate import evaluate
+from app.cli.messages import classify, forget, learn
+from app.cli.serve import serve
+from app.errors import SpamFilterError
+from app.settings import Settings
+
+
+class _Commands(click.Group):
+    """A group that turns the service's errors into one stderr line and an exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SpamFilterError as error:
+            raise fail(describe(error), exit_code(error)) from error
+        except BrokenPipeError:
+            raise  # a reader such as `head` went away: click exits quietly
+        except OSError as error:
+            where = f"{error.filename}: " if error.filename else ""
+            raise fail(f"{where}{error.strerror or error}", EXIT_PROCESSING) from error
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--database-url",
+    metavar="URL",
+    help="sqlite:///PATH or postgresql://... (default: SPAMFILTER_DATABASE_URL).",
+)
+@click.pass_context
+def cli(ctx: click.Context, database_url: str | None) -> None:
+    """A Naive Bayes spam filter that learns from every correction."""
+    try:
+        settings = Settings(database_url=database_url) if database_url else Settings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+        )
+        raise fail(f"invalid settings: {problems}", EXIT_USAGE) from error
+    ctx.obj = CliState(settings, database_url_given=bool(database_url))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@pass_state
+def stats(state: CliState, as_json: bool) -> None:
+    """Learned messages and tokens per label, and the vocabulary size."""
+    result = build(state.settings).stats()
+    labels = {
+        name: {"messages": summary.messages, "tokens": summary.tokens}
+        for name, summary in result.labels.items()
+    }
+    if as_json:
+        doc = {
+            "database": result.database,
+            "scope": result.scope,
+            "labels": labels,
+            "vocabulary": result.vocabulary,
+        }
+        click.echo(json.dumps(doc, indent=1))
+        return
+    click.echo(f"database    {result.database}")
+    click.echo(f"scope       {result.scope}")
+    click.echo(f"{'label':<8}{'messages':>12}{'tokens':>14}")
+    for name, counts in labels.items():
+        click.echo(f"{name:<8}{counts['messages']:>12,}{counts['tokens']:>14,}")
+    click.echo(f"vocabulary  {result.vocabulary:,} distinct tokens")
+
+
+@cli.group()
+def db() -> None:
+    """Database maintenance."""
+
+
+@db.command()
+@pass_state
+def upgrade(state: CliState) -> None:
+    """Create the database or migrate it to the newest schema."""
+    from app.bootstrap import migrate_database
+
+    revision = migrate_database(state.settings)
+    click.echo(f"database at revision {revision}")
+
+
+cli.add_command(serve)
+cli.add_command(learn)
+cli.add_command(classify)
+cli.add_command(forget)
+cli.add_command(evaluate)
+
+
+def main() -> None:
+    """Console-script entry point (``spamfilter``)."""
+    cli.main(prog_name="spamfilter")

@@ -1,0 +1,98 @@
+"""serve: check the bind, migrate once, then run uvicorn on the app factory.
+
+Workers are separate processes that build their own ``Settings()`` from the environment, so
+the options given here are exported as ``SPAMFILTER_*`` variables before uvicorn starts.
+uvicorn and FastAPI are imported here only, so the other commands start without them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from app.cli.context import CliState, pass_state
+from app.settings import Settings
+
+APP_FACTORY = "app.api.app:app_factory"
+HTTP_IMPLEMENTATIONS = ("auto", "h11", "httptools")
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def with_server_options(
+    settings: Settings,
+    host: str | None,
+    port: int | None,
+    workers: int | None,
+    allow_public_bind: bool,
+) -> Settings:
+    """``settings`` with the command-line server options applied (None keeps the setting)."""
+    changes: dict[str, object] = {"host": host, "port": port, "workers": workers}
+    update = {key: value for key, value in changes.items() if value is not None}
+    if allow_public_bind:
+        update["allow_public_bind"] = True
+    return settings.model_copy(update={"server": settings.server.model_copy(update=update)})
+
+
+def worker_environment(settings: Settings) -> dict[str, str]:
+    """The ``SPAMFILTER_*`` variables that carry the command-line overrides to workers."""
+    server = settings.server
+    return {
+        "SPAMFILTER_DATABASE_URL": settings.database_url,
+        "SPAMFILTER_SERVER__HOST": server.host,
+        "SPAMFILTER_SERVER__PORT": str(server.port),
+        "SPAMFILTER_SERVER__WORKERS": str(server.workers),
+        "SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND": "true" if server.allow_public_bind else "false",
+    }
+
+
+@click.command()
+@click.option("--host", help="Address to bind (default: settings, 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="TCP port (default: 8000).")
+@click.option("--workers", type=click.IntRange(1, 64), help="Worker processes (default: 1).")
+@click.option(
+    "--allow-public-bind",
+    is_flag=True,
+    help="Allow a non-loopback address without API tokens (SPAMFILTER_API_TOKENS).",
+)
+@click.option(
+    "--http",
+    type=click.Choice(HTTP_IMPLEMENTATIONS),
+    default="auto",
+    show_default=True,
+    help="uvicorn's HTTP/1.1 implementation.",
+)
+@click.option("--access-log/--no-access-log", default=False, show_default=True)
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+@pass_state
+def serve(
+    state: CliState,
+    host: str | None,
+    port: int | None,
+    workers: int | None,
+    allow_public_bind: bool,
+    http: str,
+    access_log: bool,
+    log_level: str,
+) -> None:
+    """Run the HTTP API (uvicorn, app.api.app:app_factory)."""
+    from app.bootstrap import check_bind, migrate_database
+
+    settings = with_server_options(state.settings, host, port, workers, allow_public_bind)
+    check_bind(settings)
+    revision = migrate_database(settings)
+    click.echo(f"database at revision {revision}", err=True)
+    os.environ.update(worker_environment(settings))
+
+    import uvicorn
+
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        host=settings.server.host,
+        port=settings.server.port,
+        workers=settings.server.workers,
+        http=http,
+        access_log=access_log,
+        log_level=log_level,
+    )

@@ -1,0 +1,168 @@
+"""spamfilter eval on a small generated corpus (60 messages with two clearly different
+vocabularies): online and cross-validation, JSON and table output, scores, ROC plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import Run
+from tests.cli.mailfiles import messages, write_corpus
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+METRIC_KEYS = {
+    "n", "n_spam", "n_ham", "roca_1_pct", "hm_pct", "sm_pct", "sm_at_hm01_pct", "lam_pct",
+    "lam_smoothed", "unsure_pct", "unsure", "unsure_reasons", "roca_1_pct_probability_scale",
+    "ties_at_probability_1",
+}  # fmt: skip
+TIMING_KEYS = {
+    "classify_s", "classify_ms_per_msg", "train_s", "train_ms_per_msg", "n_classified",
+    "n_trained", "includes",
+}  # fmt: skip
+TOP_KEYS = {
+    "filter", "corpus", "protocol", "folds", "order", "seed", "limit", "threshold",
+    "threshold_rule", "score_kind", "metrics", "timing", "db_bytes", "failures", "wall_s",
+    "started", "finished", "database", "settings", "host",
+}  # fmt: skip
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    return write_corpus(tmp_path / "synthetic", n_ham=30, n_spam=30)
+
+
+def _eval_json(run: Run, *args: str) -> dict[str, Any]:
+    result = run("eval", "--json", *args)
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def test_online_json_scores_and_plot(
+    run_sqlite: Run, corpus: Path, tmp_path: Path, sqlite_database: str
+) -> None:
+    out, scores, plot = tmp_path / "result.json", tmp_path / "scores.tsv", tmp_path / "roc.png"
+    doc = _eval_json(
+        run_sqlite,
+        "--corpus", str(corpus), "--out", str(out), "--scores", str(scores),
+        "--roc-plot", str(plot),
+    )  # fmt: skip
+    assert set(doc) == TOP_KEYS
+    assert set(doc["metrics"]) == METRIC_KEYS and set(doc["timing"]) == TIMING_KEYS
+    assert (doc["filter"], doc["corpus"], doc["protocol"]) == ("spamfilter", "synthetic", "online")
+    assert (doc["order"], doc["seed"], doc["score_kind"]) == ("shuffle", 1, "log_odds")
+    metrics = doc["metrics"]
+    assert (metrics["n"], metrics["n_ham"], metrics["n_spam"]) == (60, 30, 30)
+    assert metrics["roca_1_pct"] < 20
+    assert 0 <= metrics["unsure_pct"] <= 100 and metrics["unsure"] > 0  # no verdict untrained
+    assert metrics["unsure_reasons"].get("not_enough_training", 0) > 0
+    assert doc["timing"]["n_classified"] == doc["timing"]["n_trained"] == 60
+    assert doc["timing"]["classify_ms_per_msg"] > 0 and doc["timing"]["train_ms_per_msg"] > 0
+    assert doc["failures"] == 0 and doc["db_bytes"] > 0
+    assert set(doc["settings"]) >= {"model", "decision", "tokenizer"}
+    assert "database_url" not in json.dumps(doc)
+
+    assert json.loads(out.read_text()) == doc
+    rows = [line.split("\t") for line in scores.read_text().splitlines()]
+    assert rows[0] == ["i", "label", "log_odds", "verdict", "classify_ms", "learn_ms", "path"]
+    assert [int(row[0]) for row in rows[1:]] == list(range(60))
+    assert all(row[6].split("/")[0] == row[1] for row in rows[1:])  # ham/..., spam/...
+    assert plot.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_eval_never_touches_the_configured_database(
+    run_sqlite: Run, corpus: Path, sqlite_database: str
+) -> None:
+    assert run_sqlite("eval", "--corpus", str(corpus), "--limit", "10").exit_code == 0
+    stats = json.loads(run_sqlite("stats", "--json").stdout)
+    assert all(label["messages"] == 0 for label in stats["labels"].values())
+
+
+def test_cross_validation_pools_the_folds(run_sqlite: Run, corpus: Path) -> None:
+    doc = _eval_json(run_sqlite, "--corpus", str(corpus), "--protocol", "cv", "--folds", "3")
+    assert (doc["protocol"], doc["folds"]) == ("cv", 3)
+    assert doc["metrics"]["n"] == 60
+    assert doc["metrics"]["roca_1_pct"] < 20
+    assert doc["timing"]["n_classified"] == 60 and doc["timing"]["n_trained"] == 120
+    assert doc["metrics"]["unsure_reasons"].get("not_enough_training", 0) == 0
+
+
+def test_the_table_names_metrics_and_settings(run_sqlite: Run, corpus: Path) -> None:
+    result = run_sqlite("eval", "--corpus", str(corpus), "--limit", "20", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for word in ("1-ROCA%", "hm%", "sm%@hm.1", "lam%", "unsure%", "cls_ms", "lrn_ms", "alpha"):
+        assert word in text
+    assert "order shuffle seed 3, first 20" in text
+    assert "max_tokens" in text and "min" in text
+
+
+def test_an_index_corpus_is_read_in_index_order(run_sqlite: Run, tmp_path: Path) -> None:
+    root = tmp_path / "indexed"
+    root.mkdir()
+    lines = []
+    for number, raw in enumerate(messages("ham", 5) + messages("spam", 5)):
+        label = "ham" if number < 5 else "spam"
+        (root / f"m{number}").write_bytes(raw)
+        lines.append(f"{label} m{number}")
+    (root / "index").write_text("\n".join(lines) + "\n")
+    scores = tmp_path / "scores.tsv"
+    doc = _eval_json(run_sqlite, "--corpus", str(root), "--scores", str(scores))
+    assert (doc["order"], doc["seed"]) == ("index", None)
+    paths = [line.split("\t")[-1] for line in scores.read_text().splitlines()[1:]]
+    assert paths == [f"m{number}" for number in range(10)]
+
+
+def test_a_failing_message_is_counted_and_scored_neutral(
+    run_sqlite: Run, corpus: Path, tmp_path: Path
+) -> None:
+    (corpus / "spam" / "zz-broken").write_bytes(b"\x00not a message\n")
+    scores = tmp_path / "scores.tsv"
+    doc = _eval_json(run_sqlite, "--corpus", str(corpus), "--scores", str(scores))
+    assert doc["failures"] == 1 and doc["metrics"]["n"] == 61
+    assert doc["timing"]["n_trained"] == 60
+    (row,) = [line for line in scores.read_text().splitlines() if "zz-broken" in line]
+    assert row.split("\t")[2:4] == ["0.0", "unsure"]
+
+
+def test_eval_on_a_given_database_refuses_one_that_holds_a_model(
+    run: Run, corpus: Path, cli_database: str
+) -> None:
+    doc = _eval_json(run, "--database-url", cli_database, "--corpus", str(corpus), "--limit", "12")
+    assert doc["database"].endswith("(--database-url)") and doc["metrics"]["n"] == 12
+    result = run("--database-url", cli_database, "eval", "--corpus", str(corpus))
+    assert result.exit_code == 2
+    assert "configuration_error" in result.stderr and "already holds 12" in result.stderr
+
+
+def test_cross_validation_on_a_given_database_uses_a_scope_per_fold(
+    run: Run, corpus: Path, cli_database: str
+) -> None:
+    args = ("--corpus", str(corpus), "--protocol", "cv", "--folds", "2", "--limit", "20")
+    doc = _eval_json(run, "--database-url", cli_database, *args)
+    assert doc["metrics"]["n"] == 20
+    assert doc["timing"]["n_trained"] == 20  # each fold learns the other half, fresh
+    stats = json.loads(run("stats", "--json").stdout)  # the default scope stays empty
+    assert all(label["messages"] == 0 for label in stats["labels"].values())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--protocol", "cv", "--folds", "61"], "--folds 61 needs at least 61 messages"),
+        (["--order", "index"], "needs an index file"),
+    ],
+)
+def test_usage_errors(run_sqlite: Run, corpus: Path, args: list[str], message: str) -> None:
+    result = run_sqlite("eval", "--corpus", str(corpus), *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_a_folder_that_is_no_corpus_is_refused(run_sqlite: Run, tmp_path: Path) -> None:
+    result = run_sqlite("eval", "--corpus", str(tmp_path))
+    assert result.exit_code == 2
+    assert "no index file and no ham/ folder" in result.stderr
