@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, StorageUnavailable
 
 
 def normalise_url(url: str) -> str:
@@ -41,7 +41,13 @@ def make_engine(url: str, pool_size: int = 5, busy_timeout_ms: int = 30_000) -> 
 def _sqlite_engine(url: str, busy_timeout_ms: int) -> Engine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(parsed.database).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StorageUnavailable(
+                f"cannot create the database folder {folder}: {error}"
+            ) from error
     engine = create_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
 
     @event.listens_for(engine, "connect")

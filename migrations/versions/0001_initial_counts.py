@@ -26,7 +26,7 @@ def upgrade() -> None:
         sa.Column("messages", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("scope", "token_id", "label", name="pk_token_count"),
         sa.CheckConstraint(
-            "occurrences >= 0 AND messages >= 0", name="ck_token_count_non_negative"
+            "occurrences >= 0 AND messages >= 0", name=op.f("ck_token_count_non_negative")
         ),
     )
     op.create_table(
@@ -35,7 +35,7 @@ def upgrade() -> None:
         sa.Column("token_id", sa.BigInteger, nullable=False),
         sa.Column("occurrences", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("scope", "token_id", name="pk_token"),
-        sa.CheckConstraint("occurrences >= 0", name="ck_token_non_negative"),
+        sa.CheckConstraint("occurrences >= 0", name=op.f("ck_token_non_negative")),
     )
     op.create_table(
         "label_total",
@@ -47,7 +47,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("scope", "label", name="pk_label_total"),
         sa.CheckConstraint(
             "messages >= 0 AND occurrences >= 0 AND token_messages >= 0",
-            name="ck_label_total_non_negative",
+            name=op.f("ck_label_total_non_negative"),
         ),
     )
     op.create_table(
@@ -56,7 +56,7 @@ def upgrade() -> None:
         sa.Column("vocabulary", sa.BigInteger, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("scope", name="pk_model_scope"),
-        sa.CheckConstraint("vocabulary >= 0", name="ck_model_scope_non_negative"),
+        sa.CheckConstraint("vocabulary >= 0", name=op.f("ck_model_scope_non_negative")),
     )
     op.create_table(
         "learned_message",

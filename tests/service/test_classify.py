@@ -1,0 +1,110 @@
+"""classify on a real database: the untrained guard rail, and scores after training."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from app.service import SpamFilter
+from app.settings import Settings
+from tests.builders import ham_message, make_message, spam_message
+from tests.storage.snapshot import snapshot
+
+MakeService = Callable[..., SpamFilter]
+MakeSettings = Callable[..., Settings]
+
+SPAMMY = make_message(
+    "Claim your lottery prize",
+    "Urgent: claim your cash prize today, a guaranteed bonus for the winner.\n",
+    sender="Prize Desk <desk@winners.example>",
+)
+HAMMY = make_message(
+    "Agenda for the project review",
+    "Please find the draft agenda attached; the review meeting is tomorrow after lunch.\n",
+    sender="Carol <carol@example.org>",
+)
+
+
+def train(service: SpamFilter, per_label: int, seed: int = 31) -> None:
+    rng = random.Random(seed)
+    for serial in range(per_label):
+        service.learn(spam_message(rng, 2 * serial), "spam")
+        service.learn(ham_message(rng, 2 * serial + 1), "ham")
+
+
+def assert_untrained(result: Any) -> None:
+    assert result.verdict == "unsure"
+    assert result.reason == "not_enough_training"
+    assert result.log_odds == 0
+    assert result.spam_probability == pytest.approx(0.5)
+    assert result.clues == []
+
+
+def test_an_empty_model_is_unsure_for_lack_of_training(service: SpamFilter) -> None:
+    assert_untrained(service.classify(SPAMMY))
+    assert_untrained(service.classify(HAMMY))
+
+
+def test_one_label_alone_is_not_enough(service: SpamFilter) -> None:
+    rng = random.Random(32)
+    for serial in range(15):
+        service.learn(spam_message(rng, serial), "spam")
+    assert_untrained(service.classify(SPAMMY))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"counting": "presence"},
+        {"counting": "occurrences"},
+        {"kind": "bernoulli"},
+    ],
+    ids=["presence", "occurrences", "bernoulli"],
+)
+def test_after_training_spam_scores_positive_and_ham_negative(
+    make_settings: MakeSettings, make_service: MakeService, model: dict[str, str]
+) -> None:
+    settings = make_settings(model=model, decision={"ham_log_odds": 0.0, "spam_log_odds": 0.0})
+    service = make_service(settings)
+    train(service, per_label=15)
+
+    spam, ham = service.classify(SPAMMY), service.classify(HAMMY)
+    assert spam.log_odds > 0 > ham.log_odds
+    assert (spam.verdict, spam.reason) == ("spam", None)
+    assert (ham.verdict, ham.reason) == ("ham", None)
+    for result in (spam, ham):
+        assert math.fsum(math.exp(v) for v in result.log_posteriors.values()) == pytest.approx(1)
+        assert result.clues
+    assert spam.spam_probability > 0.5 > ham.spam_probability
+    assert spam.clues[0].weight > 0 > ham.clues[0].weight
+
+
+def test_too_little_training_scores_but_stays_unsure(service: SpamFilter) -> None:
+    train(service, per_label=3)
+    result = service.classify(SPAMMY)
+    assert result.log_odds > 0
+    assert (result.verdict, result.reason) == ("unsure", "not_enough_training")
+
+
+def test_classify_is_read_only(service: SpamFilter, database_url: str) -> None:
+    train(service, per_label=12)
+    before = snapshot(database_url)
+    for raw in (SPAMMY, HAMMY, make_message("never seen", "entirely novel words here\n")):
+        service.classify(raw)
+    assert snapshot(database_url) == before
+
+
+def test_forgetting_all_training_returns_to_the_guard_rail(service: SpamFilter) -> None:
+    rng = random.Random(33)
+    messages = [(spam_message(rng, i), "spam") for i in range(11)]
+    messages += [(ham_message(rng, 100 + i), "ham") for i in range(11)]
+    for raw, label in messages:
+        service.learn(raw, label)
+    assert service.classify(SPAMMY).log_odds > 0
+    for raw, _ in messages:
+        service.forget(raw)
+    assert_untrained(service.classify(SPAMMY))

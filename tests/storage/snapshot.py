@@ -1,0 +1,141 @@
+"""Read a whole database back for comparison, and recompute what its counts should be.
+
+``snapshot(url)`` is every row of every table in ``app.storage.tables.metadata`` (sorted, so
+two databases compare with ``==``), with learned-message timestamps left out and token bags
+decoded. ``recount(snap)`` derives the count tables from the learned-message records alone;
+``assert_consistent(url)`` checks that the stored counts equal that derivation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.storage.codec import decode_bag
+from app.storage.engine import normalise_url
+from app.storage.tables import metadata
+
+Row = tuple[Any, ...]
+Snapshot = dict[str, list[Row]]
+
+# Set when a message is learned or relabelled: the only values allowed to differ between
+# two databases that hold the same counts (model_scope.created_at also differs across
+# databases; pass timestamps=False to leave every timestamp out).
+ALWAYS_SKIPPED = {("learned_message", "learned_at")}
+
+
+def reader(url: str) -> sa.Engine:
+    """A plain engine for reading in tests: unlike the app's SQLite engine (which starts every
+    transaction with BEGIN IMMEDIATE unless told otherwise) its reads never take a write lock."""
+    return sa.create_engine(normalise_url(url), poolclass=sa.NullPool)
+
+
+def snapshot(url: str, timestamps: bool = True) -> Snapshot:
+    """Every row of every table, sorted; bags decoded to sorted (token id, count) tuples."""
+    engine = reader(url)
+    try:
+        with engine.connect() as conn:
+            return {table.name: _rows(conn, table, timestamps) for table in metadata.sorted_tables}
+    finally:
+        engine.dispose()
+
+
+def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool) -> list[Row]:
+    columns = [
+        column
+        for column in table.columns
+        if (table.name, column.name) not in ALWAYS_SKIPPED
+        and (timestamps or not isinstance(column.type, sa.DateTime))
+    ]
+    rows = []
+    for row in conn.execute(sa.select(*columns)):
+        rows.append(
+            tuple(_value(column, value) for column, value in zip(columns, row, strict=True))
+        )
+    return sorted(rows, key=repr)
+
+
+def _value(column: sa.Column[Any], value: Any) -> Any:
+    if isinstance(column.type, sa.LargeBinary):
+        return tuple(sorted(decode_bag(bytes(value)).items()))
+    return value
+
+
+def columns_of(table: str, timestamps: bool = True) -> list[str]:
+    """The column names ``snapshot`` keeps for ``table``, in row order."""
+    return [
+        c.name
+        for c in metadata.tables[table].columns
+        if (table, c.name) not in ALWAYS_SKIPPED
+        and (timestamps or not isinstance(c.type, sa.DateTime))
+    ]
+
+
+def as_dicts(snap: Snapshot, table: str) -> list[dict[str, Any]]:
+    """The rows of ``table`` in ``snap`` as dicts (``snap`` must keep timestamps)."""
+    names = columns_of(table)
+    return [dict(zip(names, row, strict=True)) for row in snap[table]]
+
+
+def recount(snap: Snapshot) -> dict[str, Any]:
+    """The counts implied by the learned-message records of ``snap`` alone.
+
+    Returns ``token_count`` {(scope, id, label): (occurrences, messages)}, ``token``
+    {(scope, id): occurrences}, ``label_total`` {(scope, label): (messages, occurrences,
+    token_messages)} and ``vocabulary`` {scope: distinct ids}; zero rows are absent.
+    """
+    per_token: dict[tuple[str, int, str], list[int]] = defaultdict(lambda: [0, 0])
+    overall: Counter[tuple[str, int]] = Counter()
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for record in as_dicts(snap, "learned_message"):
+        scope, label, bag = record["scope"], record["label"], dict(record["tokens"])
+        assert record["token_count"] == len(bag)
+        total = totals[scope, label]
+        total[0] += 1
+        total[1] += sum(bag.values())
+        total[2] += len(bag)
+        for tid, n in bag.items():
+            per_token[scope, tid, label][0] += n
+            per_token[scope, tid, label][1] += 1
+            overall[scope, tid] += n
+    vocabulary = Counter(scope for scope, _ in overall)
+    return {
+        "token_count": {k: tuple(v) for k, v in per_token.items()},
+        "token": dict(overall),
+        "label_total": {k: tuple(v) for k, v in totals.items()},
+        "vocabulary": dict(vocabulary),
+    }
+
+
+def stored_counts(snap: Snapshot) -> dict[str, Any]:
+    """The count tables of ``snap`` in ``recount``'s shape (all-zero total rows dropped)."""
+    token_count = {
+        (r["scope"], r["token_id"], r["label"]): (r["occurrences"], r["messages"])
+        for r in as_dicts(snap, "token_count")
+    }
+    token = {(r["scope"], r["token_id"]): r["occurrences"] for r in as_dicts(snap, "token")}
+    label_total = {
+        (r["scope"], r["label"]): (r["messages"], r["occurrences"], r["token_messages"])
+        for r in as_dicts(snap, "label_total")
+        if (r["messages"], r["occurrences"], r["token_messages"]) != (0, 0, 0)
+    }
+    vocabulary = {
+        r["scope"]: r["vocabulary"] for r in as_dicts(snap, "model_scope") if r["vocabulary"]
+    }
+    return {
+        "token_count": token_count,
+        "token": token,
+        "label_total": label_total,
+        "vocabulary": vocabulary,
+    }
+
+
+def assert_consistent(url: str) -> Snapshot:
+    """Assert that every stored count equals its recount from the learned messages."""
+    snap = snapshot(url)
+    stored, expected = stored_counts(snap), recount(snap)
+    for name in expected:
+        assert stored[name] == expected[name], f"{name} differs from its recount"
+    return snap

@@ -1,0 +1,70 @@
+"""Token ids: xxh3-64 as a signed 64-bit integer, stable across processes, stored exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.domain.token_ids import token_id
+from app.storage import dialect
+from app.storage.tables import token
+
+# Pinned: every stored count is keyed by these ids, so a change of hash breaks every database.
+KNOWN = {
+    "viagra": 1861208466256785166,
+    "subject:free": 3334959430910797510,
+    "from:domain:example.org": 6923195181670584357,
+    "url:host:win.example.com": -63401321695180200,
+    "é": -606849052844159821,
+}
+
+
+def reference_id(text: str) -> int:
+    """The same id computed another way: the big-endian digest read as a signed integer."""
+    return int.from_bytes(xxhash.xxh3_64(text.encode("utf-8")).digest(), "big", signed=True)
+
+
+@pytest.mark.parametrize(("text", "expected"), KNOWN.items())
+def test_known_ids(text: str, expected: int) -> None:
+    assert token_id(text) == expected
+
+
+@given(st.text(max_size=60))
+def test_signed_64_bit_and_equal_to_the_reference(text: str) -> None:
+    value = token_id(text)
+    assert -(2**63) <= value < 2**63
+    assert value == reference_id(text)
+
+
+def test_ids_do_not_depend_on_the_process_hash_seed() -> None:
+    code = (
+        f"from app.domain.token_ids import token_id\nprint([token_id(t) for t in {list(KNOWN)!r}])"
+    )
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.add(result.stdout.strip())
+    assert outputs == {str(list(KNOWN.values()))}
+
+
+def test_both_signs_and_the_extremes_survive_the_database(engine: sa.Engine) -> None:
+    ids = [-(2**63), -1, 0, 1, 2**63 - 1, *KNOWN.values()]
+    with engine.begin() as conn:
+        dialect.increment(
+            conn, token, [{"scope": "s", "token_id": i, "occurrences": 1} for i in sorted(ids)]
+        )
+    with engine.connect() as conn:
+        stored = conn.execute(
+            sa.select(token.c.token_id).where(dialect.id_filter(conn, token.c.token_id, ids))
+        ).scalars()
+        assert sorted(stored) == sorted(ids)
