@@ -115,9 +115,17 @@ class SpamFilter:
         )
 
     @property
-    def store(self) -> Store:
-        """The store (for health checks)."""
-        return self._store
+    def database(self) -> str:
+        """The database dialect: ``sqlite`` or ``postgresql``."""
+        return self._store.dialect_name
+
+    def is_ready(self) -> bool:
+        """True when the database answers and its schema is at the newest revision."""
+        return self._store.is_migrated()
+
+    def close(self) -> None:
+        """Release every database connection."""
+        self._store.dispose()
 
     def analyse(self, raw: bytes) -> Analysed:
         """Parse and tokenise ``raw``; raises MessageTooLarge or InvalidMessage."""

@@ -199,7 +199,7 @@ def make_service() -> Iterator[ServiceFactory]:
 
     yield make
     for service in built:
-        service.store.dispose()
+        service.close()
 
 
 @pytest.fixture

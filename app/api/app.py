@@ -67,7 +67,7 @@ def _lifespan(
         try:
             yield
         finally:
-            service.store.dispose()
+            service.close()
 
     return lifespan
 

@@ -150,7 +150,7 @@ async def metrics_text(metrics: MetricsDep) -> Response:
 
 def check_ready(service: SpamFilter) -> None:
     """Raise StorageUnavailable unless the database answers and is fully migrated."""
-    if not service.store.is_migrated():
+    if not service.is_ready():
         raise StorageUnavailable(
             "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
         )

@@ -132,9 +132,9 @@ def _models(settings: Settings, url: str | None) -> Iterator[tuple[ModelFactory,
         service = build(chosen)
         try:
             runner.refuse_non_empty(service)
-            dialect = service.store.dialect_name
+            dialect = service.database
         finally:
-            service.store.dispose()
+            service.close()
         yield runner.existing_database(chosen), f"{dialect} (--database-url)"
         return
     with tempfile.TemporaryDirectory(prefix="spamfilter-eval-") as workdir:

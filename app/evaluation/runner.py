@@ -322,13 +322,13 @@ def temporary_sqlite(settings: Settings, workdir: Path) -> ModelFactory:
         service = build_service(settings.model_copy(update={"database_url": url}))
 
         def db_bytes() -> int:
-            service.store.dispose()
+            service.close()
             return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
 
         try:
             yield Model(service, db_bytes)
         finally:
-            service.store.dispose()
+            service.close()
             shutil.rmtree(folder, ignore_errors=True)
 
     return models
@@ -351,7 +351,7 @@ def existing_database(settings: Settings) -> ModelFactory:
             refuse_non_empty(service)
             yield Model(service)
         finally:
-            service.store.dispose()
+            service.close()
 
     return models
 

@@ -215,20 +215,7 @@ class Transaction:
         relabel passes false, because the tokens only move between labels.
         """
         ids = sorted(bag)
-        dialect.increment(
-            self._conn,
-            token_count,
-            [
-                {
-                    "scope": scope,
-                    "token_id": i,
-                    "label": label,
-                    "occurrences": bag[i],
-                    "messages": 1,
-                }
-                for i in ids
-            ],
-        )
+        dialect.increment(self._conn, token_count, _count_rows(scope, label, bag, ids))
         self._bump_totals(scope, label, 1, sum(bag.values()), len(bag))
         if vocabulary:
             rows = [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids]
@@ -241,20 +228,7 @@ class Transaction:
         totals and the vocabulary are left alone.
         """
         ids = sorted(bag)
-        dialect.decrement(
-            self._conn,
-            token_count,
-            [
-                {
-                    "scope": scope,
-                    "token_id": i,
-                    "label": label,
-                    "occurrences": bag[i],
-                    "messages": 1,
-                }
-                for i in ids
-            ],
-        )
+        dialect.decrement(self._conn, token_count, _count_rows(scope, label, bag, ids))
         self._conn.execute(
             delete(token_count).where(
                 token_count.c.scope == scope,
@@ -311,3 +285,13 @@ class Transaction:
             dialect.increment(self._conn, model_scope, [row], exclude=("created_at",))
         elif change < 0:
             dialect.decrement(self._conn, model_scope, [row], exclude=("created_at",))
+
+
+def _count_rows(
+    scope: str, label: str, bag: Mapping[int, int], ids: list[int]
+) -> list[dict[str, object]]:
+    """token_count rows for one message: its occurrences of each token, and 1 message each."""
+    return [
+        {"scope": scope, "token_id": i, "label": label, "occurrences": bag[i], "messages": 1}
+        for i in ids
+    ]

@@ -77,7 +77,7 @@ def make_api(make_api_settings: MakeSettings) -> Iterator[MakeApi]:
         def make(migrate: bool = True, raise_errors: bool = True, **overrides: Any) -> Api:
             settings = make_api_settings(**overrides)
             service = build_service(settings, migrate=migrate)
-            stack.callback(service.store.dispose)
+            stack.callback(service.close)
             app = create_app(settings, service)
             client = TestClient(app, raise_server_exceptions=raise_errors)
             stack.enter_context(client)

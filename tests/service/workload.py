@@ -171,7 +171,7 @@ def process_main(
         calls = plan(worker, seed).calls
         barrier.wait(timeout=120)
         outcomes = run(service, calls)
-        service.store.dispose()
+        service.close()
         results.put((worker, dict(outcomes), None))
     except BaseException:  # reported to the parent, which fails the test
         results.put((worker, {}, traceback.format_exc()))
