@@ -19,6 +19,13 @@ from app.domain import naive_bayes as nb
 from app.domain.decision import Decision, Reason, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label, parse_label
 from app.domain.message import NotAMessage, parse
+from app.domain.spam_headers import (
+    REQUIRED_SCORE,
+    SpamReport,
+    is_spam,
+    spam_headers,
+    spam_score,
+)
 from app.domain.token_ids import token_id
 from app.domain.tokenizer import TokenizerOptions, tokenize
 from app.errors import InvalidLabel, InvalidMessage, MessageTooLarge, StorageConflict
@@ -69,6 +76,16 @@ class Classification:
     digest: str
     tokens: int
     truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MailReport:
+    """A classification as mail servers see it: SpamAssassin-scale score and X-Spam headers."""
+
+    is_spam: bool
+    score: float
+    required: float
+    headers: list[tuple[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +215,17 @@ class SpamFilter:
             return Outcome.FORGOTTEN
 
         return FeedbackResult(analysed.digest, None, self._write(work))
+
+    def mail_report(self, result: Classification) -> MailReport:
+        """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
+        report = SpamReport(result.verdict, result.log_odds, result.spam_probability, result.clues)
+        spam_cut = self._thresholds.spam
+        return MailReport(
+            is_spam=is_spam(report),
+            score=spam_score(result.log_odds, spam_cut),
+            required=REQUIRED_SCORE,
+            headers=spam_headers(report, spam_cut),
+        )
 
     def stats(self, scope: str | None = None) -> Stats:
         """Learned messages and tokens per label, and the vocabulary size."""

@@ -1,0 +1,83 @@
+"""A verdict as SpamAssassin-style headers and score, shared by every mail adapter.
+
+Score mapping. Mail servers compare a SpamAssassin score with ``required_score`` (5.0 by
+default). Our decision is on the log-odds L (nats) against the spam cut-off S (15 by default),
+so the score is L scaled linearly to put S at 5.0:
+
+    score = 5.0 · L / S      (S = 15: score = L / 3; clamped to ±999, one decimal)
+
+so that ``score >= required_score`` with the default 5.0 is the same decision as ours. A
+``required_score`` of 5.0 · T / S corresponds to a log-odds cut-off of T nats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.domain.decision import Verdict
+from app.domain.naive_bayes import Clue
+
+REQUIRED_SCORE = 5.0
+_SCORE_LIMIT = 999.0
+_CLUES_IN_STATUS = 5
+_VERSION = "spamfilter"
+
+
+@dataclass(frozen=True, slots=True)
+class SpamReport:
+    """What a mail adapter needs to report a classification."""
+
+    verdict: Verdict
+    log_odds: float
+    spam_probability: float
+    clues: Sequence[Clue]
+
+
+def spam_score(log_odds: float, spam_log_odds: float) -> float:
+    """The log-odds on SpamAssassin's scale: ``REQUIRED_SCORE`` at the spam cut-off."""
+    scale = REQUIRED_SCORE / spam_log_odds if spam_log_odds > 0 else REQUIRED_SCORE
+    score = max(-_SCORE_LIMIT, min(_SCORE_LIMIT, log_odds * scale))
+    return round(score, 1)
+
+
+def is_spam(report: SpamReport) -> bool:
+    """True only for a spam verdict (unsure is not spam to a mail server)."""
+    return report.verdict is Verdict.SPAM
+
+
+def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, str]]:
+    """``X-Spam-Flag`` (spam only), ``X-Spam-Status``, ``X-Spam-Level`` and ``X-Spam-Verdict``.
+
+    X-Spam-Status follows SpamAssassin's ``Yes|No, score=S required=R tests=... version=V``
+    with our top clues in place of rule names; X-Spam-Level has one ``*`` per score point
+    (at most 50), as SpamAssassin writes it.
+    """
+    score = spam_score(report.log_odds, spam_log_odds)
+    flag = "Yes" if is_spam(report) else "No"
+    tests = ",".join(_clue_name(c) for c in report.clues[:_CLUES_IN_STATUS]) or "none"
+    headers: list[tuple[str, str]] = []
+    if is_spam(report):
+        headers.append(("X-Spam-Flag", "YES"))
+    headers.append(
+        (
+            "X-Spam-Status",
+            f"{flag}, score={score:.1f} required={REQUIRED_SCORE:.1f} tests={tests} "
+            f"version={_VERSION}",
+        )
+    )
+    headers.append(("X-Spam-Level", "*" * min(50, max(0, int(score)))))
+    headers.append(
+        (
+            "X-Spam-Verdict",
+            f"{report.verdict.value}; log-odds={report.log_odds:.2f}; "
+            f"probability={report.spam_probability:.6f}",
+        )
+    )
+    return headers
+
+
+def _clue_name(clue: Clue) -> str:
+    """A clue as a header-safe rule-like name: ``token(+1.23)`` with unsafe bytes replaced."""
+    safe = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in clue.token)
+    return f"{safe[:40]}({clue.weight:+.2f})"

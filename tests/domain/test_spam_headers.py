@@ -1,0 +1,60 @@
+"""The SpamAssassin-style score mapping and X-Spam headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.decision import Verdict
+from app.domain.naive_bayes import Clue
+from app.domain.spam_headers import REQUIRED_SCORE, SpamReport, spam_headers, spam_score
+
+
+def report(verdict: Verdict, log_odds: float, clues: list[Clue] | None = None) -> SpamReport:
+    return SpamReport(verdict, log_odds, 0.5, clues or [])
+
+
+@pytest.mark.parametrize(
+    ("log_odds", "cut", "expected"),
+    [
+        (15.0, 15.0, 5.0),
+        (30.0, 15.0, 10.0),
+        (-30.0, 15.0, -10.0),
+        (0.0, 15.0, 0.0),
+        (1e9, 15.0, 999.0),
+    ],
+)
+def test_the_spam_cut_off_maps_to_the_required_score(
+    log_odds: float, cut: float, expected: float
+) -> None:
+    assert spam_score(log_odds, cut) == expected
+
+
+def test_a_zero_cut_off_still_gives_a_finite_score() -> None:
+    assert spam_score(2.0, 0.0) == 2.0 * REQUIRED_SCORE
+
+
+def test_spam_gets_the_flag_and_a_yes_status() -> None:
+    clues = [Clue("url:host:bad.example", 3.25), Clue("free, now", 1.5)]
+    headers = dict(spam_headers(report(Verdict.SPAM, 36.0, clues), 15.0))
+    assert headers["X-Spam-Flag"] == "YES"
+    assert headers["X-Spam-Status"].startswith("Yes, score=12.0 required=5.0 tests=")
+    assert "url:host:bad.example(+3.25)" in headers["X-Spam-Status"]
+    assert "free__now(+1.50)" in headers["X-Spam-Status"]  # comma and space made header-safe
+    assert headers["X-Spam-Level"] == "*" * 12
+    assert headers["X-Spam-Verdict"].startswith("spam; log-odds=36.00")
+
+
+@pytest.mark.parametrize("verdict", [Verdict.HAM, Verdict.UNSURE])
+def test_ham_and_unsure_carry_no_flag(verdict: Verdict) -> None:
+    headers = spam_headers(report(verdict, -40.0), 15.0)
+    names = [name for name, _ in headers]
+    assert "X-Spam-Flag" not in names
+    assert dict(headers)["X-Spam-Status"].startswith("No, score=-13.3 required=5.0 tests=none")
+    assert dict(headers)["X-Spam-Level"] == ""
+
+
+def test_header_values_are_single_line_ascii() -> None:
+    clues = [Clue("subject:grüße\r\nbcc: x", 2.0)]
+    for _name, value in spam_headers(report(Verdict.SPAM, 20.0, clues), 15.0):
+        assert value.isascii()
+        assert "\n" not in value and "\r" not in value
