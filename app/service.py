@@ -86,6 +86,7 @@ class MailReport:
     score: float
     required: float
     headers: list[tuple[str, str]]
+    action: str  # accept | reject | quarantine, from settings.mail
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +226,25 @@ class SpamFilter:
             score=spam_score(result.log_odds, spam_cut),
             required=REQUIRED_SCORE,
             headers=spam_headers(report, spam_cut),
+            action=self._action(result),
         )
+
+    def scope_for(self, user: str | None) -> str:
+        """The model scope for a mail user (spamd ``User:``, a milter recipient, ...).
+
+        Every user shares the configured scope until per-user models exist; adapters pass
+        the user through here rather than choosing a scope themselves.
+        """
+        del user
+        return self._settings.scope
+
+    def _action(self, result: Classification) -> str:
+        mail = self._settings.mail
+        if result.verdict is not Verdict.SPAM or mail.spam_action == "accept":
+            return "accept"
+        if mail.spam_action == "reject":
+            return "reject" if result.log_odds > mail.reject_log_odds else "accept"
+        return "quarantine"
 
     def stats(self, scope: str | None = None) -> Stats:
         """Learned messages and tokens per label, and the vocabulary size."""

@@ -79,6 +79,37 @@ class ServerSettings(BaseModel):
     )
 
 
+class SpamdSettings(BaseModel):
+    """The spamd-protocol listener (spamc, Exim's spam= condition)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(783, ge=0, le=65535)
+    allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
+    timeout_seconds: float = Field(30.0, gt=0, description="read timeout per request")
+    max_connections: int = Field(64, ge=1)
+
+
+class MailSettings(BaseModel):
+    """What a mail server does with a verdict (the milter acts on it; spamd only reports)."""
+
+    spam_action: Literal["accept", "reject", "quarantine"] = Field(
+        "accept", description="for spam: add headers only, reject with 5xx, or quarantine"
+    )
+    reject_log_odds: float = Field(
+        30.0, allow_inf_nan=False, description="with spam_action=reject: reject above this"
+    )
+    on_error: Literal["accept", "tempfail"] = Field(
+        "accept", description="when classification fails (like Postfix milter_default_action)"
+    )
+
+
+class MilterSettings(BaseModel):
+    """The milter listener (Postfix smtpd_milters, Sendmail INPUT_MAIL_FILTER)."""
+
+    socket: str = Field("inet:8891@127.0.0.1", description="inet:PORT@HOST or unix:PATH")
+    timeout_seconds: float = Field(60.0, gt=0)
+
+
 class Settings(BaseSettings):
     """Everything configurable, read from the environment (and a .env file if present)."""
 
@@ -93,6 +124,9 @@ class Settings(BaseSettings):
     decision: DecisionSettings = DecisionSettings()
     tokenizer: TokenizerSettings = TokenizerSettings()
     server: ServerSettings = ServerSettings()
+    spamd: SpamdSettings = SpamdSettings()
+    mail: MailSettings = MailSettings()
+    milter: MilterSettings = MilterSettings()
 
     @field_validator("api_tokens", mode="before")
     @classmethod

@@ -37,3 +37,26 @@ def test_unsure_is_not_spam_to_a_mail_server(service: SpamFilter) -> None:
     report = service.mail_report(service.classify(SPAMMY))  # untrained: unsure
     assert not report.is_spam
     assert report.score == 0.0
+
+
+def test_the_action_follows_the_mail_settings(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    def action(**mail: object) -> tuple[str, str]:
+        service = make_service(
+            make_settings(decision={"spam_log_odds": 6.0, "min_messages": 1}, mail=mail)
+        )
+        train(service, 20)
+        spam = service.mail_report(service.classify(SPAMMY)).action
+        ham = service.mail_report(service.classify(HAMMY)).action
+        service.close()
+        return spam, ham
+
+    assert action() == ("accept", "accept")
+    assert action(spam_action="quarantine") == ("quarantine", "accept")
+    assert action(spam_action="reject", reject_log_odds=7.0) == ("reject", "accept")
+    assert action(spam_action="reject", reject_log_odds=1e6) == ("accept", "accept")
+
+
+def test_every_user_shares_the_configured_scope(service: SpamFilter) -> None:
+    assert service.scope_for("alice") == service.scope_for(None) == "global"
