@@ -16,7 +16,14 @@ from enum import StrEnum
 from typing import TypeVar
 
 from app.domain import naive_bayes as nb
-from app.domain.decision import Decision, Reason, Thresholds, Verdict, decide
+from app.domain.decision import (
+    Decision,
+    Reason,
+    Thresholds,
+    Verdict,
+    decide,
+    worth_learning,
+)
 from app.domain.labels import LABELS, Label, parse_label
 from app.domain.message import NotAMessage, parse
 from app.domain.spam_headers import (
@@ -42,6 +49,7 @@ class Outcome(StrEnum):
     LEARNED = "learned"
     RELABELLED = "relabelled"
     UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
     FORGOTTEN = "forgotten"
     UNKNOWN = "unknown"
 
@@ -162,19 +170,15 @@ class SpamFilter:
         """Score a message against the learned counts (read-only)."""
         analysed = message if isinstance(message, Analysed) else self.analyse(message)
         scope = scope or self._settings.scope
-        names = {token_id(t): t for t in analysed.tokens}
         with self._store.transaction(write=False) as tx:
-            totals = tx.totals(scope)
-            trained = all(totals.labels.get(label, _EMPTY).messages > 0 for label in LABELS)
-            counts = tx.counts(scope, list(names)) if trained else {}
-            scored = self._score(tx, scope, analysed, names, counts, totals) if trained else None
-        learned = {label: totals.labels.get(label, _EMPTY).messages for label in LABELS}
+            scored, learned = self._evaluate(tx, scope, analysed)
         return self._classification(analysed, scored, learned)
 
     def learn(
         self, message: bytes | Analysed, label: str, scope: str | None = None
     ) -> FeedbackResult:
-        """Learn a message as ``label``: learned, relabelled (counts moved) or unchanged."""
+        """Learn a message as ``label``: learned, relabelled (counts moved), unchanged, or skipped
+        (thick training: the model already gets it right by more than the margin)."""
         target = _label(label)
         analysed = message if isinstance(message, Analysed) else self.analyse(message)
         scope = scope or self._settings.scope
@@ -182,6 +186,8 @@ class SpamFilter:
 
         def work(tx: Transaction) -> Outcome:
             record = tx.learned(scope, analysed.digest)
+            if record is None and not self._worth_learning(tx, scope, analysed, target):
+                return Outcome.SKIPPED
             if record is None and tx.claim(scope, analysed.digest, target, bag):
                 tx.add(scope, target, bag, vocabulary=True)
                 return Outcome.LEARNED
@@ -260,6 +266,28 @@ class SpamFilter:
         }
         return Stats(labels, totals.vocabulary, self._store.dialect_name, scope)
 
+    def _evaluate(
+        self, tx: Transaction, scope: str, analysed: Analysed
+    ) -> tuple[nb.Scored | None, dict[str, int]]:
+        """The model's scores for ``analysed`` (None until every label has a message)."""
+        totals = tx.totals(scope)
+        learned = {label: totals.labels.get(label, _EMPTY).messages for label in LABELS}
+        if not all(learned.values()):
+            return None, learned
+        names = {token_id(t): t for t in analysed.tokens}
+        counts = tx.counts(scope, list(names))
+        return self._score(tx, scope, analysed, names, counts, totals), learned
+
+    def _worth_learning(
+        self, tx: Transaction, scope: str, analysed: Analysed, label: Label
+    ) -> bool:
+        """Under thick training, whether a new message is wrong or close enough to learn."""
+        if self._settings.training_mode == "everything":
+            return True
+        scored, _learned = self._evaluate(tx, scope, analysed)
+        log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
+        return worth_learning(log_odds, label, Label.SPAM, self._settings.training_margin)
+
     def _write(self, work: Callable[[Transaction], T]) -> T:
         for attempt in range(_RETRIES):
             try:
@@ -305,7 +333,8 @@ class SpamFilter:
             )
             for lb in LABELS
         }
-        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha)
+        top = model.top_tokens or None
+        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha, top)
 
     def _classification(
         self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]

@@ -176,6 +176,8 @@ def make_settings(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Callabl
 
     def make(**overrides: Any) -> Settings:
         overrides.setdefault("database_url", database_url)
+        # These tests are about learning semantics; thick training has tests of its own.
+        overrides.setdefault("training_mode", "everything")
         return Settings(_env_file=None, **overrides)
 
     return make

@@ -76,7 +76,7 @@ async def feedback(
     settings: SettingsDep,
     metrics: MetricsDep,
 ) -> FeedbackResponse:
-    """Learn the raw message as ``label``: learned, relabelled (counts moved) or unchanged."""
+    """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
     raw = await read_message(request, settings.server.max_message_bytes)
     result = await run_in_threadpool(service.learn, raw, label)
     learned_as = str(result.label)

@@ -89,7 +89,9 @@ class FeedbackResponse(BaseModel):
 
     digest: str
     label: str = Field(description="the label the message is now learned as")
-    outcome: Literal["learned", "relabelled", "unchanged"]
+    outcome: Literal["learned", "relabelled", "unchanged", "skipped"] = Field(
+        description="skipped: thick training, the model already gets the message right"
+    )
 
 
 class ForgetResponse(BaseModel):

@@ -97,7 +97,7 @@ def learn(state: CliState, label: str, quiet: bool, paths: tuple[str, ...]) -> N
     started = time.perf_counter()
     with progress_bar(len(found), f"learn {label.lower()}", wanted(quiet)) as bar:
         errors = apply(found, bar, work, _note(bar))
-    names = ("learned", "relabelled", "unchanged")
+    names = ("learned", "relabelled", "unchanged", "skipped")
     click.echo(summary(counts, names, errors, time.perf_counter() - started))
     if errors:
         raise click.exceptions.Exit(EXIT_PROCESSING)

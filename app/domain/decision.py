@@ -62,3 +62,15 @@ def decide(log_odds: float, learned: Mapping[str, int], thresholds: Thresholds) 
     if log_odds < thresholds.ham:
         return Decision(Verdict.HAM, None)
     return Decision(Verdict.UNSURE, Reason.BETWEEN_THRESHOLDS)
+
+
+def worth_learning(log_odds: float | None, label: str, positive: str, margin: float) -> bool:
+    """Thick training: learn unless the model already gets ``label`` right by ``margin`` nats.
+
+    ``log_odds`` is None when the model cannot score yet (a label has no messages): learn.
+    Right means on the correct side of 0 (log P(positive|x) > log P(other|x) for positive).
+    """
+    if log_odds is None:
+        return True
+    right = (log_odds > 0) == (label == positive)
+    return not right or abs(log_odds) <= margin

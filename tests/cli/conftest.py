@@ -39,6 +39,7 @@ def cli_database(
 ) -> str:
     """The database the CLI uses in this test (exported as SPAMFILTER_DATABASE_URL)."""
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("SPAMFILTER_TRAINING_MODE", "everything")
     return database_url
 
 
@@ -64,6 +65,7 @@ def sqlite_database(
     """A SQLite file in ``tmp_path`` as SPAMFILTER_DATABASE_URL, for tests of one backend."""
     url = f"sqlite:///{tmp_path / 'default.db'}"
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", url)
+    monkeypatch.setenv("SPAMFILTER_TRAINING_MODE", "everything")
     return url
 
 

@@ -43,7 +43,9 @@ def test_learn_a_file_a_folder_and_stdin(run: Run, stats: Stats, tmp_path: Path)
 
     result = run("learn", "--label", "ham", str(one), str(tmp_path / "folder"))
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("learned 4, relabelled 0, unchanged 0, errors 0: 4 messages")
+    assert result.stdout.startswith(
+        "learned 4, relabelled 0, unchanged 0, skipped 0, errors 0: 4 messages"
+    )
 
     spam = messages("spam", 1)[0]
     result = run("learn", "-l", "SPAM", "-", input=spam)
@@ -83,7 +85,7 @@ def test_a_bad_file_is_reported_and_counted_without_stopping(
     (folder / "c-good").write_bytes(messages("ham", 1, start=5)[0])
     result = run("learn", "--label", "ham", str(folder))
     assert result.exit_code == 1
-    assert "learned 2, relabelled 0, unchanged 0, errors 1" in result.stdout
+    assert "learned 2, relabelled 0, unchanged 0, skipped 0, errors 1" in result.stdout
     assert f"error: {folder / 'b-bad'}: invalid_message:" in result.stderr
     assert _learned(stats) == {"ham": 2, "spam": 0}
 

@@ -1,0 +1,89 @@
+"""Thick training: learn only what the model gets wrong or is unsure about."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from app.domain.decision import worth_learning
+from app.service import Outcome, SpamFilter
+from app.settings import Settings
+from tests.service.test_classify import HAMMY, SPAMMY, train
+from tests.storage.snapshot import snapshot
+
+MakeService = Callable[..., SpamFilter]
+MakeSettings = Callable[..., Settings]
+
+
+@pytest.mark.parametrize(
+    ("log_odds", "label", "expected"),
+    [
+        (None, "spam", True),  # cannot score yet: learn
+        (50.0, "spam", False),  # right and confident: skip
+        (50.0, "ham", True),  # wrong: always learn (an explicit correction)
+        (-50.0, "ham", False),
+        (-50.0, "spam", True),
+        (20.0, "spam", True),  # right but within the margin: learn
+        (-30.0, "ham", True),  # exactly at the margin: learn
+        (0.0, "ham", True),
+    ],
+)
+def test_worth_learning(log_odds: float | None, label: str, expected: bool) -> None:
+    assert worth_learning(log_odds, label, "spam", 30.0) is expected
+
+
+def thick_service(
+    make_service: MakeService, make_settings: MakeSettings, margin: float
+) -> SpamFilter:
+    return make_service(
+        make_settings(
+            training_mode="thick",
+            training_margin=margin,
+            decision={"min_messages": 1},
+            model={"top_tokens": 0},
+        )
+    )
+
+
+def test_a_confident_right_answer_is_skipped_and_changes_nothing(
+    make_service: MakeService, make_settings: MakeSettings, database_url: str
+) -> None:
+    service = thick_service(make_service, make_settings, margin=1.0)
+    train(service, 20)
+    assert service.classify(SPAMMY).log_odds > 1.0
+    before = snapshot(database_url)
+
+    result = service.learn(SPAMMY, "spam")
+
+    assert result.outcome == Outcome.SKIPPED
+    assert snapshot(database_url) == before
+    assert service.forget(SPAMMY).outcome == Outcome.UNKNOWN
+
+
+def test_a_correction_is_always_learned(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    service = thick_service(make_service, make_settings, margin=1.0)
+    train(service, 20)
+    assert service.classify(SPAMMY).log_odds > 1.0
+
+    assert service.learn(SPAMMY, "ham").outcome == Outcome.LEARNED
+    assert service.learn(SPAMMY, "spam").outcome == Outcome.RELABELLED
+
+
+def test_an_uncertain_message_is_learned(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    service = thick_service(make_service, make_settings, margin=1e9)
+    train(service, 5)
+    assert service.learn(HAMMY, "ham").outcome == Outcome.LEARNED
+    assert service.learn(HAMMY, "ham").outcome == Outcome.UNCHANGED
+
+
+def test_an_untrained_model_learns_everything(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    service = thick_service(make_service, make_settings, margin=0.0)
+    assert service.learn(SPAMMY, "spam").outcome == Outcome.LEARNED
+    assert service.learn(HAMMY, "ham").outcome == Outcome.LEARNED
