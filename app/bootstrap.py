@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
-
-from app.errors import ConfigurationError
+from app.binding import check_bind, is_loopback
 from app.service import SpamFilter
 from app.settings import Settings
 from app.storage.engine import make_engine
@@ -30,26 +28,4 @@ def migrate_database(settings: Settings) -> str:
         engine.dispose()
 
 
-def check_bind(settings: Settings) -> None:
-    """Raise ConfigurationError for a non-loopback bind without API tokens.
-
-    Feedback and forget change the model, so a public address needs tokens unless the
-    operator opts out explicitly with ``server.allow_public_bind``.
-    """
-    host = settings.server.host
-    if settings.api_tokens or settings.server.allow_public_bind or is_loopback(host):
-        return
-    raise ConfigurationError(
-        f"refusing to listen on {host} without API tokens: set SPAMFILTER_API_TOKENS, "
-        "bind 127.0.0.1, or set SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND=true"
-    )
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["build_service", "check_bind", "is_loopback", "migrate_database"]

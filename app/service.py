@@ -30,6 +30,7 @@ from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
     is_spam,
+    shown_score,
     spam_headers,
     spam_score,
 )
@@ -229,7 +230,7 @@ class SpamFilter:
         spam_cut = self._thresholds.spam
         return MailReport(
             is_spam=is_spam(report),
-            score=spam_score(result.log_odds, spam_cut),
+            score=shown_score(spam_score(result.log_odds, spam_cut), is_spam(report)),
             required=REQUIRED_SCORE,
             headers=spam_headers(report, spam_cut),
             action=self._action(result),

@@ -28,6 +28,7 @@ from app.cli.context import (
 from app.cli.evaluate import evaluate
 from app.cli.messages import classify, forget, learn
 from app.cli.serve import serve
+from app.cli.spamd import spamd
 from app.errors import SpamFilterError
 from app.settings import Settings
 
@@ -113,6 +114,7 @@ cli.add_command(learn)
 cli.add_command(classify)
 cli.add_command(forget)
 cli.add_command(evaluate)
+cli.add_command(spamd)
 
 
 def main() -> None:

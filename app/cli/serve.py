@@ -76,7 +76,8 @@ def serve(
     log_level: str,
 ) -> None:
     """Run the HTTP API (uvicorn, app.api.app:app_factory)."""
-    from app.bootstrap import check_bind, migrate_database
+    from app.binding import check_bind
+    from app.bootstrap import migrate_database
 
     settings = with_server_options(state.settings, host, port, workers, allow_public_bind)
     check_bind(settings)

@@ -19,6 +19,7 @@ from email.message import Message
 _MBOX_FROM = re.compile(rb"\AFrom [^\n]*\n")
 # A header line: a field name of printable ASCII (no colon or space), then a colon.
 _HEADER_LINE = re.compile(rb"\A[!-9;-~]+[ \t]*:")
+_SPAM_HEADER = re.compile(rb"(?i)x-spam-(?:flag|status|level|verdict)[ \t]*:")
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
 
 
@@ -50,10 +51,30 @@ class ParsedMessage:
 
 
 def normalise(raw: bytes) -> bytes:
-    """The message bytes with LF line endings, without an mbox ``From `` line or leading blank
-    lines (which would otherwise make the parser read every header as body text)."""
-    body = _MBOX_FROM.sub(b"", raw.replace(b"\r\n", b"\n"), count=1)
-    return body.lstrip(b"\n")
+    """The message bytes with LF line endings, without an mbox ``From `` line, leading blank
+    lines (which would otherwise make the parser read every header as body text), or the
+    X-Spam-* headers a classification adds — so a message learned after it went through
+    the milter, spamd PROCESS or the pipe filter has the digest of the original."""
+    body = _MBOX_FROM.sub(b"", raw.replace(b"\r\n", b"\n"), count=1).lstrip(b"\n")
+    head, separator, rest = body.partition(b"\n\n")
+    if b"x-spam-" not in head.lower():
+        return body
+    return strip_spam_headers(head) + separator + rest
+
+
+def strip_spam_headers(head: bytes) -> bytes:
+    """A header block without X-Spam-Flag/Status/Level/Verdict (and their folded lines)."""
+    kept: list[bytes] = []
+    dropping = False
+    for line in head.split(b"\n"):
+        if line[:1] in (b" ", b"\t"):
+            if not dropping:
+                kept.append(line)
+            continue
+        dropping = _SPAM_HEADER.match(line) is not None
+        if not dropping:
+            kept.append(line)
+    return b"\n".join(kept)
 
 
 def digest_of(raw: bytes) -> str:

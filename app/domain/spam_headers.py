@@ -41,6 +41,19 @@ def spam_score(log_odds: float, spam_log_odds: float) -> float:
     return round(score, 1)
 
 
+def shown_score(score: float, spam: bool, required: float = REQUIRED_SCORE) -> float:
+    """``score`` to one decimal, kept below ``required`` unless the verdict is spam.
+
+    A non-spam score that rounds up to the threshold is shown 0.1 under it, so that clients
+    deciding by ``score >= required`` (Exim) agree with the verdict, as spamd does
+    (SpamAssassin bugs 2607 and 6419).
+    """
+    shown = round(score, 1)
+    if spam or shown < round(required, 1):
+        return shown
+    return round(required - 0.1, 1)
+
+
 def is_spam(report: SpamReport) -> bool:
     """True only for a spam verdict (unsure is not spam to a mail server)."""
     return report.verdict is Verdict.SPAM
@@ -53,7 +66,7 @@ def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, st
     with our top clues in place of rule names; X-Spam-Level has one ``*`` per score point
     (at most 50), as SpamAssassin writes it.
     """
-    score = spam_score(report.log_odds, spam_log_odds)
+    score = shown_score(spam_score(report.log_odds, spam_log_odds), is_spam(report))
     flag = "Yes" if is_spam(report) else "No"
     tests = ",".join(_clue_name(c) for c in report.clues[:_CLUES_IN_STATUS]) or "none"
     headers: list[tuple[str, str]] = []

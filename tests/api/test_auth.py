@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.bootstrap import check_bind
+from app.binding import check_bind
 from app.errors import ConfigurationError
 from tests.api.conftest import Api, MakeApi, MakeSettings
 from tests.api.samples import HAMMY

@@ -279,3 +279,17 @@ def test_decode_bytes_never_raises_on_random_bytes() -> None:
     for _ in range(300):
         payload = rng.randbytes(rng.randint(0, 64))
         assert isinstance(decode_bytes(payload, rng.choice(charsets)), str)
+
+
+def test_our_spam_headers_do_not_change_the_digest() -> None:
+    original = b"From: a@example.org\nSubject: hello\n\nbody\nX-Spam-Flag: YES in the body stays\n"
+    marked = (
+        b"X-Spam-Flag: YES\r\nX-Spam-Status: Yes, score=9.1 required=5.0\r\n"
+        b"\ttests=folded(+1.00) version=spamfilter\r\nX-Spam-Level: *********\r\n"
+        b"X-Spam-Verdict: spam; log-odds=27.30\r\n" + original.replace(b"\n", b"\r\n")
+    )
+    assert digest_of(marked) == digest_of(original)
+    assert parse(marked, 1 << 20).digest == digest_of(original)
+    # Other headers, and X-Spam text in the body, still count.
+    assert digest_of(b"X-Spam-Other: 1\n" + original) != digest_of(original)
+    assert digest_of(original.replace(b"stays", b"changed")) != digest_of(original)

@@ -6,7 +6,13 @@ import pytest
 
 from app.domain.decision import Verdict
 from app.domain.naive_bayes import Clue
-from app.domain.spam_headers import REQUIRED_SCORE, SpamReport, spam_headers, spam_score
+from app.domain.spam_headers import (
+    REQUIRED_SCORE,
+    SpamReport,
+    shown_score,
+    spam_headers,
+    spam_score,
+)
 
 
 def report(verdict: Verdict, log_odds: float, clues: list[Clue] | None = None) -> SpamReport:
@@ -58,3 +64,26 @@ def test_header_values_are_single_line_ascii() -> None:
     for _name, value in spam_headers(report(Verdict.SPAM, 20.0, clues), 15.0):
         assert value.isascii()
         assert "\n" not in value and "\r" not in value
+
+
+@pytest.mark.parametrize(
+    ("score", "spam", "shown"),
+    [
+        (5.0, False, 4.9),
+        (4.96, False, 4.9),
+        (4.94, False, 4.9),
+        (7.2, False, 4.9),
+        (5.0, True, 5.0),
+        (-3.04, False, -3.0),
+        (12.35, True, 12.3),
+    ],
+)
+def test_a_non_spam_score_is_shown_below_the_required_score(
+    score: float, spam: bool, shown: float
+) -> None:
+    assert shown_score(score, spam) == shown
+
+
+def test_an_unsure_status_never_reaches_the_required_score() -> None:
+    status = dict(spam_headers(report(Verdict.UNSURE, 15.0), 15.0))["X-Spam-Status"]
+    assert status.startswith("No, score=4.9 required=5.0")

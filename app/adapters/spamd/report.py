@@ -1,0 +1,100 @@
+"""What check replies present: the score as spamd shows it, symbols, the report text, and
+the message with the X-Spam headers added. Pure functions of a CheckResult and bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.domain.naive_bayes import Clue
+from app.domain.spam_headers import shown_score
+
+CRLF = b"\r\n"
+_SYMBOL_LENGTH = 60
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """A classification as the spamd replies present it (scores on SpamAssassin's scale)."""
+
+    is_spam: bool
+    score: float
+    required: float
+    headers: Sequence[tuple[str, str]]
+    clues: Sequence[Clue]
+    verdict: str
+    reason: str | None
+    log_odds: float
+    spam_probability: float
+
+
+def wire_score(score: float, required: float, is_spam: bool) -> str:
+    """The score as spamd shows it: one decimal, and below ``required`` when not spam.
+
+    The rule itself is app.domain.spam_headers.shown_score, shared with the X-Spam headers.
+    """
+    return f"{shown_score(score, is_spam, required):.1f}"
+
+
+def symbol_name(token: str) -> str:
+    """A clue token as a rule-like symbol: printable ASCII without commas or spaces."""
+    safe = "".join(ch if 32 < ord(ch) < 127 and ch != "," else "_" for ch in token)
+    return safe[:_SYMBOL_LENGTH]
+
+
+def format_report(result: CheckResult) -> str:
+    """A short human-readable report: the verdict, the score and each clue's weight (nats)."""
+    reason = f" ({result.reason})" if result.reason else ""
+    score = wire_score(result.score, result.required, result.is_spam)
+    lines = [
+        f"Spam filter verdict: {result.verdict}{reason}, log-odds {result.log_odds:+.2f}"
+        f" nats, P(spam) {result.spam_probability:.6f}",
+        "",
+        f"Content analysis details:   ({score} points, {result.required:.1f} required)",
+        "",
+        " log-odds clue",
+        "--------- " + "-" * 60,
+        *(f"{clue.weight:+9.2f} {symbol_name(clue.token)}" for clue in result.clues),
+    ]
+    if not result.clues:
+        lines.append("          (none: the model knows none of the message's tokens)")
+    lines += ["", "A clue's log-odds (nats) above 0 point to spam, below 0 to ham."]
+    return "\n".join(lines) + "\n"
+
+
+def add_headers(message: bytes, headers: Sequence[tuple[str, str]]) -> bytes:
+    """``message`` with ``headers`` inserted at the top of its header block, in its own line
+    endings (after an mbox ``From `` line); every other byte is kept as it was."""
+    eol = _line_ending(message)
+    block = b"".join(_fold(name, value, eol) for name, value in headers)
+    start = message.find(b"\n") + 1 if message.startswith(b"From ") else 0
+    return message[:start] + block + message[start:]
+
+
+def header_block(message: bytes) -> bytes:
+    """The header block up to and including the blank line (all of it when there is none)."""
+    match = re.search(rb"\r?\n\r?\n", message)
+    return message[: match.end()] if match else message
+
+
+def _fold(name: str, value: str, eol: bytes, width: int = 78) -> bytes:
+    """``Name: value`` folded before ``width`` columns at spaces and after commas, the way
+    SpamAssassin folds X-Spam-Status (continuation lines start with a tab)."""
+    lines = [f"{name}:"]
+    fresh = True
+    for piece in re.split(r"(?<=,)(?=\S)|(?= )", " " + value):
+        if not piece:
+            continue
+        if not fresh and len(lines[-1].expandtabs(8)) + len(piece) > width:
+            lines.append("\t" + piece.lstrip(" "))
+        else:
+            lines[-1] += piece
+        fresh = False
+    return eol.join(line.encode("utf-8") for line in lines) + eol
+
+
+def _line_ending(message: bytes) -> bytes:
+    first = message.find(b"\n")
+    return CRLF if first > 0 and message[first - 1 : first] == b"\r" else b"\n"

@@ -1,0 +1,316 @@
+"""The spamd transport: asyncio sockets, framing, size cap, read timeout, connection limit.
+
+One request per connection, as spamd serves it: read the request line, the header block and
+the body (``protocol`` parses them), call the service in a worker thread, write the reply,
+close. The limits come from settings:
+
+* ``spamd.timeout_seconds`` bounds reading the whole request (a client that stalls gets
+  ``79 Timeout``) and writing the reply;
+* ``server.max_message_bytes`` is the hard size cap: a larger Content-length is refused
+  before a byte of the body is read;
+* ``spamd.max_connections`` requests are served at once; further connections wait in the
+  listen backlog, as they wait for a free child with spamd, rather than being refused.
+
+Nothing here decides anything about mail: verdicts, scores, scope and idempotency are the
+service's (``classify``, ``mail_report``, ``learn``, ``forget``, ``scope_for``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Callable
+
+from app.adapters.spamd.protocol import (
+    MAX_HEADER_FIELDS,
+    CheckResponse,
+    ErrorResponse,
+    ExitCode,
+    Method,
+    PongResponse,
+    Request,
+    RequestHead,
+    Response,
+    SpamdError,
+    TellAction,
+    TellResponse,
+    bad_request,
+    decode_body,
+    error_response,
+    is_end_of_head,
+    parse_head,
+    parse_request_line,
+    render_response,
+    tell_action,
+)
+from app.adapters.spamd.report import CheckResult
+from app.errors import MessageTooLarge
+from app.service import Classification, MailReport, Outcome, SpamFilter
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LINE_LIMIT = 16 * 1024  # bytes in one request or header line (spamc's lines are < 100)
+_CHUNK = 64 * 1024
+# After replying, wait this long at most for the client to finish sending and close, so that
+# closing with unread input does not reset the connection before the reply is read.
+_LINGER_SECONDS = 1.0
+_LEARNED = (Outcome.LEARNED, Outcome.RELABELLED)
+
+
+class SpamdServer:
+    """A spamd-protocol listener on ``settings.spamd.host``/``port`` (port 0: any free one)."""
+
+    def __init__(self, service: SpamFilter, settings: Settings) -> None:
+        self._service = service
+        self._host = settings.spamd.host
+        self._port = settings.spamd.port
+        self._allow_tell = settings.spamd.allow_tell
+        self._timeout = settings.spamd.timeout_seconds
+        self._max_bytes = settings.server.max_message_bytes
+        self._slots = asyncio.Semaphore(settings.spamd.max_connections)
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound host and port (after ``start``)."""
+        if self._listener is None:
+            raise RuntimeError("the server is not started")
+        host, port = self._listener.getsockname()[:2]
+        return str(host), int(port)
+
+    async def start(self) -> None:
+        """Bind, listen and start accepting connections."""
+        self._listener = _listen(self._host, self._port)
+        self._accepting = asyncio.create_task(self._accept(self._listener))
+
+    async def close(self, grace: float = 0.0) -> None:
+        """Stop accepting; give requests in flight ``grace`` seconds, then cancel them."""
+        if self._accepting is not None:
+            self._accepting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._accepting
+        if self._listener is not None:
+            self._listener.close()
+        if self._connections:
+            _, pending = await asyncio.wait(set(self._connections), timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._slots.acquire()
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as error:  # e.g. out of file descriptors: back off, keep serving
+                self._slots.release()
+                log.warning("spamd: accept failed: %s", error)
+                await asyncio.sleep(0.1)
+                continue
+            except BaseException:
+                self._slots.release()
+                raise
+            task = asyncio.create_task(self._connection(conn))
+            self._connections.add(task)
+            task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._connections.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("spamd: connection failed", exc_info=task.exception())
+
+    async def _connection(self, conn: socket.socket) -> None:
+        reader, writer = await asyncio.open_connection(sock=conn, limit=LINE_LIMIT)
+        try:
+            reply = await self._exchange(reader)
+            async with asyncio.timeout(self._timeout):
+                if reply:
+                    writer.write(reply)
+                    await writer.drain()
+                writer.write_eof()
+            await _linger(reader)
+        except (ConnectionError, TimeoutError) as error:
+            log.debug("spamd: connection ended early: %r", error)
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _exchange(self, reader: asyncio.StreamReader) -> bytes | None:
+        """Read one request and return the reply bytes (None: close without replying)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                head, raw = await self._read_request(reader)
+        except TimeoutError:
+            detail = f"({self._timeout:g} second socket timeout reading input from client)"
+            return self._refuse(SpamdError(ExitCode.TIMEOUT, detail))
+        except ConnectionError:
+            raise  # the client went away: nobody to answer
+        except Exception as error:
+            return self._refuse(error)
+        if head.line.method is Method.SKIP:
+            return None
+        if head.line.method is Method.PING:
+            return render_response(PongResponse())
+        try:
+            request = Request(head, decode_body(head, raw, self._max_bytes))
+            response = await asyncio.to_thread(self._answer, request)
+        except Exception as error:
+            return self._refuse(error)
+        return render_response(response)
+
+    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[RequestHead, bytes]:
+        line = parse_request_line(await _read_line(reader))
+        fields: list[bytes] = []
+        if line.has_headers:
+            while not is_end_of_head(field := await _read_line(reader)):
+                fields.append(field)
+                if len(fields) > MAX_HEADER_FIELDS:
+                    raise bad_request("(too many headers)")
+        head = parse_head(line, fields)
+        if not line.has_body:
+            return head, b""
+        self._admit(head)
+        return head, await self._read_body(reader, head.content_length)
+
+    def _admit(self, head: RequestHead) -> None:
+        """Refuse before reading the body: TELL when not enabled, or a body over the cap."""
+        if head.line.method is Method.TELL:
+            if not self._allow_tell:
+                raise SpamdError(
+                    ExitCode.UNAVAILABLE,
+                    "TELL commands are not enabled, set the --allow-tell switch.",
+                )
+            tell_action(head)
+        if head.content_length is not None and head.content_length > self._max_bytes:
+            raise MessageTooLarge(
+                f"Content-length {head.content_length} is over the limit of {self._max_bytes} bytes"
+            )
+
+    async def _read_body(self, reader: asyncio.StreamReader, length: int | None) -> bytes:
+        if length is not None:
+            try:
+                return await reader.readexactly(length)
+            except asyncio.IncompleteReadError as error:
+                return error.partial  # decode_body answers the length mismatch
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await reader.read(_CHUNK):
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise MessageTooLarge(f"message is over the limit of {self._max_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _answer(self, request: Request) -> Response:
+        """The service's answer to a request (runs in a worker thread)."""
+        head = request.head
+        scope = self._service.scope_for(head.user)
+        if head.line.method is Method.TELL:
+            return self._tell(tell_action(head), request.body, scope)
+        result = self._service.classify(request.body, scope)
+        report = self._service.mail_report(result)
+        log.info(
+            "spamd: %s %s score=%.1f/%.1f",
+            head.line.method,
+            result.verdict,
+            report.score,
+            report.required,
+        )
+        return CheckResponse(head.line, check_result(result, report), request.body)
+
+    def _tell(self, action: TellAction, message: bytes, scope: str) -> TellResponse:
+        if action.learn is not None:
+            learned = self._service.learn(message, action.learn, scope)
+            log.info("spamd: TELL learn %s: %s", learned.label, learned.outcome)
+            return TellResponse(did_set=("local",) if learned.outcome in _LEARNED else ())
+        if action.forget:
+            forgotten = self._service.forget(message, scope)
+            log.info("spamd: TELL forget: %s", forgotten.outcome)
+            done = forgotten.outcome is Outcome.FORGOTTEN
+            return TellResponse(did_remove=("local",) if done else ())
+        return TellResponse()
+
+    def _refuse(self, error: Exception) -> bytes:
+        response: ErrorResponse = error_response(error)
+        if response.status is ExitCode.SOFTWARE:
+            log.error("spamd: request failed", exc_info=error)
+        elif response.status in (ExitCode.TEMPFAIL, ExitCode.CONFIG):
+            log.warning("spamd: %s: %s", response.status.name, error)
+        else:
+            log.info("spamd: refused (%d): %s", response.status, response.detail)
+        return render_response(response)
+
+
+def check_result(result: Classification, report: MailReport) -> CheckResult:
+    """What the replies present of a classification and its mail report."""
+    return CheckResult(
+        is_spam=report.is_spam,
+        score=report.score,
+        required=report.required,
+        headers=report.headers,
+        clues=result.clues,
+        verdict=result.verdict.value,
+        reason=result.reason.value if result.reason else None,
+        log_odds=result.log_odds,
+        spam_probability=result.spam_probability,
+    )
+
+
+async def serve(
+    service: SpamFilter, settings: Settings, ready: Callable[[str, int], None] | None = None
+) -> None:
+    """Serve until SIGINT or SIGTERM; requests in flight then get up to the read timeout."""
+    server = SpamdServer(service, settings)
+    await server.start()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    if ready is not None:
+        ready(*server.address)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        await server.close(grace=settings.spamd.timeout_seconds)
+
+
+def main(
+    service: SpamFilter, settings: Settings, ready: Callable[[str, int], None] | None = None
+) -> None:
+    """Run ``serve`` in a new event loop (the ``spamfilter spamd`` command's entry point)."""
+    asyncio.run(serve(service, settings, ready))
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    listener = socket.create_server(address, family=family)
+    listener.setblocking(False)
+    return listener
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await reader.readline()
+    except ValueError as error:  # the stream's limit: a line longer than LINE_LIMIT
+        raise bad_request(f"(line longer than {LINE_LIMIT} bytes)") from error
+
+
+async def _linger(reader: asyncio.StreamReader) -> None:
+    """Discard what the client still sends until it closes (at most _LINGER_SECONDS)."""
+    with contextlib.suppress(TimeoutError, ConnectionError):
+        async with asyncio.timeout(_LINGER_SECONDS):
+            while await reader.read(_CHUNK):
+                pass
