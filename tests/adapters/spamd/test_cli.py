@@ -66,18 +66,25 @@ def test_options_override_settings_and_keep_the_rest() -> None:
 
 
 def _wait_for_port(process: subprocess.Popen[bytes], deadline: float) -> int:
-    """The port from the ``spamd listening on HOST:PORT`` line the command prints."""
+    """The port from the ``spamd listening on HOST:PORT`` line the command prints.
+
+    Reads the raw pipe: select() on a buffered reader misses lines that an earlier
+    readline() already pulled into the buffer, and would then wait until the deadline.
+    """
     assert process.stderr is not None
+    descriptor = process.stderr.fileno()
     seen = b""
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stderr], [], [], 0.1)
-        if ready:
-            line = process.stderr.readline()
-            seen += line
+        ready, _, _ = select.select([descriptor], [], [], 0.1)
+        if not ready:
+            continue
+        chunk = os.read(descriptor, 4096)
+        seen += chunk
+        for line in seen.splitlines():
             if line.startswith(b"spamd listening on "):
                 return int(line.split()[3].rsplit(b":", 1)[1])
-            if not line and process.poll() is not None:
-                break
+        if not chunk and process.poll() is not None:
+            break
     raise AssertionError(f"spamfilter spamd did not start: {seen!r}")
 
 
