@@ -2,126 +2,272 @@
 
 By default every run or fold gets a fresh SQLite database in a temporary folder, whatever
 SPAMFILTER_DATABASE_URL says; ``--database-url`` (here or before the command) evaluates on
-that database instead, and it must hold no model yet. The loops live in
-``app.evaluation.runner``, the output formats in ``app.evaluation.report``.
+that database instead, and it must hold no model yet. ``--seeds 1-5`` repeats the run once
+per shuffle seed, each on a database of its own, and adds the mean and standard deviation;
+``--compare A.json B.json`` reads two ``--out`` files and tests B - A with a paired
+bootstrap. The loops live in ``app.evaluation.runner`` and ``app.evaluation.session``, the
+output formats in ``app.evaluation.report``, ``seeds`` and ``compare``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
-from app.evaluation import report, runner
-from app.evaluation.corpus import INDEX_NAME, ORDERS, CorpusError, CorpusItem, load_corpus
-from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn, RunResult, Summary
+from app.evaluation import compare, report, runner, seeds, session
+from app.evaluation.corpus import ORDERS, CorpusError, CorpusItem
+from app.evaluation.resultfile import ResultFileError, dumps
+from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn
+from app.evaluation.session import Done, Plan
 from app.settings import Settings
 
 _file = click.Path(dir_okay=False, writable=True, path_type=Path)
+_result_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+DEFAULT_SEED = 1
+COMPARE_OPTIONS = {"compare", "resamples", "bootstrap_seed", "as_json", "out", "quiet"}
+
+
+class SeedList(click.ParamType[list[int], Any]):
+    """``--seeds``: ranges and single seeds, ``1-5`` or ``1,3,7``."""
+
+    name = "SEEDS"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> list[int]:
+        if isinstance(value, list):
+            return value
+        try:
+            return seeds.parse_seeds(str(value))
+        except seeds.SeedsError as error:
+            self.fail(str(error), param, ctx)
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    corpus: Path | None
+    protocol: str
+    folds: int
+    seed: int | None
+    seeds: list[int] | None
+    jobs: int
+    limit: int | None
+    order: str
+    as_json: bool
+    out: Path | None
+    scores: Path | None
+    roc_plot: Path | None
+    database_url: str | None
+    compare: tuple[Path, Path] | None
+    resamples: int
+    bootstrap_seed: int
+    quiet: bool
 
 
 @click.command("eval")
 @click.option(
     "--corpus",
-    required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Folder with an index file, or ham/ and spam/ folders.",
+    help="Folder with an index file, or ham/ and spam/ folders (required unless --compare).",
 )
 @click.option("--protocol", type=click.Choice(PROTOCOLS), default="online", show_default=True)
 @click.option("--folds", type=click.IntRange(min=2), default=10, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True, help="Shuffle seed.")
+@click.option("--seed", type=int, help=f"Shuffle seed.  [default: {DEFAULT_SEED}]")
+@click.option(
+    "--seeds",
+    type=SeedList(),
+    help="Run once per shuffle seed (1-5 or 1,3,7), each on a new temporary database, and "
+    "add the mean and standard deviation.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --seeds: run this many seeds at a time, each in a process of its own.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N of the order.")
 @click.option("--order", type=click.Choice(ORDERS), default="auto", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--out", type=_file, help="Write the JSON result to this file.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as JSON (what --out writes)."
+)
+@click.option(
+    "--out", type=_file, help="Write the JSON result, with every message's score, to this file."
+)
 @click.option("--scores", type=_file, help="Write per-message scores (TSV) to this file.")
 @click.option("--roc-plot", type=_file, help="Draw the ROC curve to this PNG file.")
 @click.option("--database-url", help="Evaluate on this (empty) database, not a temporary one.")
+@click.option(
+    "--compare",
+    nargs=2,
+    type=_result_file,
+    metavar="A.json B.json",
+    help="Compare two --out files message by message (paired bootstrap); runs nothing.",
+)
+@click.option(
+    "--bootstrap",
+    "resamples",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="With --compare: bootstrap resamples.",
+)
+@click.option(
+    "--bootstrap-seed", type=int, default=1, show_default=True, help="With --compare: RNG seed."
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 @pass_state
-def evaluate(
-    state: CliState,
-    corpus: Path,
-    protocol: str,
-    folds: int,
-    seed: int,
-    limit: int | None,
-    order: str,
-    as_json: bool,
-    out: Path | None,
-    scores: Path | None,
-    roc_plot: Path | None,
-    database_url: str | None,
-    quiet: bool,
-) -> None:
+def evaluate(state: CliState, /, **options: Any) -> None:
     """Run the service over a corpus: online (TREC immediate feedback) or k-fold cv.
 
     Prints the peers' metrics (1-ROCA% from the log-odds; hm%, sm%, lam% from the spam
-    verdicts), the unsure share, milliseconds per classify and learn call, and the settings.
+    verdicts), the unsure share, milliseconds per classify and learn call, how many learn
+    calls changed the model (learned) or were left out by thick training (skipped), and the
+    settings. With --seeds, one line per seed plus their mean and standard deviation.
+    With --compare A.json B.json, 1-ROCA%, hm% and sm% of both and B - A with a 95% paired
+    bootstrap interval, per seed found in both files.
     """
-    if roc_plot is not None and importlib.util.find_spec("matplotlib") is None:
+    opts = _Options(**options)
+    _check_combination(click.get_current_context(), opts)
+    if opts.compare:
+        _compare(opts)
+        return
+    plan = _plan(state.settings, opts)
+    if opts.seeds:
+        _run_seeds(state, plan, opts)
+    else:
+        _run_one(state, plan, opts)
+
+
+def _check_combination(ctx: click.Context, opts: _Options) -> None:
+    """Refuse options that do not apply together, naming them."""
+    given = {
+        name
+        for name in ctx.params
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+    }
+    if opts.compare:
+        extra = sorted(given - COMPARE_OPTIONS)
+        if extra:
+            message = f"--compare reads result files and runs nothing; drop {_flags(ctx, extra)}"
+            raise fail(message, EXIT_USAGE)
+        return
+    if opts.corpus is None:
+        raise fail("--corpus is required (or --compare A.json B.json)", EXIT_USAGE)
+    if given & {"resamples", "bootstrap_seed"}:
+        raise fail("--bootstrap and --bootstrap-seed go with --compare", EXIT_USAGE)
+    if opts.seeds is None and "jobs" in given:
+        raise fail("--jobs goes with --seeds", EXIT_USAGE)
+    if opts.seeds is not None:
+        _check_seeds(ctx, opts, given)
+
+
+def _check_seeds(ctx: click.Context, opts: _Options, given: set[str]) -> None:
+    if opts.seed is not None:
+        raise fail("--seeds and --seed are mutually exclusive", EXIT_USAGE)
+    single = sorted(given & {"scores", "roc_plot", "database_url"})
+    if single:
+        raise fail(
+            f"{_flags(ctx, single)}: one run only; with --seeds, --out holds every "
+            "message's score and each seed gets a new temporary database",
+            EXIT_USAGE,
+        )
+
+
+def _flags(ctx: click.Context, names: list[str]) -> str:
+    by_name = {param.name: param for param in ctx.command.params}
+    return ", ".join(by_name[name].opts[0] for name in names)
+
+
+def _plan(settings: Settings, opts: _Options) -> Plan:
+    assert opts.corpus is not None  # checked by _check_combination
+    if opts.roc_plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise fail("--roc-plot needs matplotlib (the 'plot' extra)", EXIT_USAGE)
-    items = _load(corpus, order, seed, limit)
-    if protocol == CV and folds > len(items):
-        raise fail(f"--folds {folds} needs at least {folds} messages, got {len(items)}", EXIT_USAGE)
-    settings = state.settings
-    url = database_url or (settings.database_url if state.database_url_given else None)
-    started = _now()
-    with _models(settings, url) as (models, database):
-        total = len(items) * (folds if protocol == CV else 1)
-        with progress_bar(total, protocol, wanted(quiet)) as bar:
-            result = runner.evaluate(protocol, items, models, folds, _progress(bar))
-    summary = runner.summarise(result, settings.decision.spam_log_odds)
-    effective = _effective_order(corpus, order)
-    info = report.RunInfo(
-        corpus=corpus.resolve().name,
-        order=effective,
-        seed=seed if effective == "shuffle" else None,
-        limit=limit,
-        database=database,
-        started=started,
-        finished=_now(),
-    )
-    doc = report.document(result, summary, info, settings)
-    text = json.dumps(doc, indent=1)
-    click.echo(text if as_json else report.table(doc))
-    _write_files(result, summary, doc, corpus, out, scores, roc_plot)
+    plan = Plan(opts.corpus, opts.protocol, opts.folds, opts.order, opts.limit, settings)
+    if opts.seeds and plan.effective_order != "shuffle":
+        raise fail(
+            f"--seeds shuffles the corpus, but {opts.corpus} is read in index order; "
+            "add --order shuffle",
+            EXIT_USAGE,
+        )
+    return plan
 
 
-def _write_files(
-    result: RunResult,
-    summary: Summary,
-    doc: dict[str, Any],
-    corpus: Path,
-    out: Path | None,
-    scores: Path | None,
-    roc_plot: Path | None,
-) -> None:
-    if out is not None:
-        out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    if scores is not None:
-        report.write_scores(result, corpus, scores)
-    if roc_plot is not None:
-        _plot(result, summary, doc, roc_plot)
-
-
-def _load(corpus: Path, order: str, seed: int, limit: int | None) -> list[CorpusItem]:
+def _load(plan: Plan, seed: int) -> list[CorpusItem]:
     try:
-        items = load_corpus(corpus, order=order, seed=seed, limit=limit)
+        items = session.load_items(plan, seed)
     except (CorpusError, OSError) as error:
         raise fail(f"corpus: {error}", EXIT_USAGE) from error
     if not items:
-        raise fail(f"corpus: no messages in {corpus}", EXIT_USAGE)
+        raise fail(f"corpus: no messages in {plan.corpus}", EXIT_USAGE)
+    if plan.protocol == CV and plan.folds > len(items):
+        raise fail(
+            f"--folds {plan.folds} needs at least {plan.folds} messages, got {len(items)}",
+            EXIT_USAGE,
+        )
     return items
+
+
+def _run_one(state: CliState, plan: Plan, opts: _Options) -> None:
+    seed = DEFAULT_SEED if opts.seed is None else opts.seed
+    items = _load(plan, seed)
+    settings = plan.settings
+    url = opts.database_url or (settings.database_url if state.database_url_given else None)
+    with _models(settings, url) as (models, database):
+        total = len(items) * (plan.folds if plan.protocol == CV else 1)
+        with progress_bar(total, plan.protocol, wanted(opts.quiet)) as bar:
+            done = session.run(plan, seed, items, models, database, _progress(bar))
+    click.echo(dumps(done.doc) if opts.as_json else report.table(done.doc))
+    _write_files(done, opts)
+
+
+def _run_seeds(state: CliState, plan: Plan, opts: _Options) -> None:
+    assert opts.seeds is not None
+    if state.database_url_given:
+        raise fail(
+            "--seeds gives each seed a new temporary database; drop --database-url", EXIT_USAGE
+        )
+    items = _load(plan, opts.seeds[0])
+    total = len(items) * (plan.folds if plan.protocol == CV else 1) * len(opts.seeds)
+    with progress_bar(total, plan.protocol, wanted(opts.quiet)) as bar:
+        runs = session.run_seeds(plan, opts.seeds, opts.jobs, _progress(bar))
+    doc = seeds.document(runs, min(opts.jobs, len(opts.seeds)))
+    click.echo(dumps(doc) if opts.as_json else seeds.table(doc))
+    if opts.out is not None:
+        opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
+
+
+def _compare(opts: _Options) -> None:
+    assert opts.compare is not None
+    path_a, path_b = opts.compare
+    try:
+        result = compare.compare_files(path_a, path_b, opts.resamples, opts.bootstrap_seed)
+    except ResultFileError as error:
+        raise fail(f"compare: {error}", EXIT_USAGE) from error
+    doc = compare.document(result)
+    click.echo(dumps(doc) if opts.as_json else compare.text(result))
+    if opts.out is not None:
+        opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
+
+
+def _write_files(done: Done, opts: _Options) -> None:
+    if opts.out is not None:
+        opts.out.write_text(dumps(done.doc) + "\n", encoding="utf-8")
+    if opts.scores is not None:
+        assert opts.corpus is not None
+        report.write_scores(done.result, opts.corpus, opts.scores)
+    if opts.roc_plot is not None:
+        _plot(done, opts.roc_plot)
 
 
 @contextmanager
@@ -138,7 +284,7 @@ def _models(settings: Settings, url: str | None) -> Iterator[tuple[ModelFactory,
         yield runner.existing_database(chosen), f"{dialect} (--database-url)"
         return
     with tempfile.TemporaryDirectory(prefix="spamfilter-eval-") as workdir:
-        yield runner.temporary_sqlite(settings, Path(workdir)), "sqlite (temporary file)"
+        yield runner.temporary_sqlite(settings, Path(workdir)), session.TEMPORARY_DATABASE
 
 
 def _progress(bar: Bar) -> ProgressFn:
@@ -148,24 +294,14 @@ def _progress(bar: Bar) -> ProgressFn:
     return update
 
 
-def _effective_order(corpus: Path, order: str) -> str:
-    if order == "auto":
-        return "index" if (corpus / INDEX_NAME).is_file() else "shuffle"
-    return order
-
-
-def _plot(result: RunResult, summary: Summary, doc: dict[str, Any], path: Path) -> None:
+def _plot(done: Done, path: Path) -> None:
     from app.evaluation.plot import plot_roc
 
-    metrics = summary.metrics
+    metrics = done.summary.metrics
     plot_roc(
-        [row.item.label for row in result.rows],
-        [row.log_odds for row in result.rows],
+        [row.item.label for row in done.result.rows],
+        [row.log_odds for row in done.result.rows],
         path,
-        f"{doc['corpus']} {result.protocol}: 1-ROCA% {metrics.roca_1_pct:.3f}",
+        f"{done.doc['corpus']} {done.result.protocol}: 1-ROCA% {metrics.roca_1_pct:.3f}",
         operating_point=(metrics.hm_pct, metrics.sm_pct),
     )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -3,7 +3,9 @@
 The JSON document uses the key names of the peers' ``result.json`` (``filter``, ``corpus``,
 ``protocol``, ``metrics``, ``timing`` with ``train_*`` for our learn calls, ``db_bytes``...),
 so ``harness.py report`` can list our runs beside the other filters. Undefined numbers
-(NaN, e.g. a rate of a class with no message) are written as ``null``.
+(NaN, e.g. a rate of a class with no message) are written as ``null``. ``learn_outcomes``
+counts the learn calls by outcome (``learned`` and ``skipped`` always present), and
+``messages`` holds one row per classified message (see ``app.evaluation.resultfile``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,13 @@ COLUMNS: tuple[tuple[str, int, str, str], ...] = (
     ("unsure%", 7, "metrics", "unsure_pct"),
     ("cls_ms", 7, "timing", "classify_ms_per_msg"),
     ("lrn_ms", 7, "timing", "train_ms_per_msg"),
+    ("learned", 7, "learn_outcomes", "learned"),
+    ("skipped", 7, "learn_outcomes", "skipped"),
     ("db_MB", 6, "", "db_mb"),
 )
+MESSAGE_COLUMNS = ("position", "label", "log_odds", "verdict", "path")
+LEARNED = "learned"
+SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,22 +63,22 @@ def settings_used(settings: Settings) -> dict[str, Any]:
         "decision": settings.decision.model_dump(),
         "tokenizer": settings.tokenizer.model_dump(),
         "max_message_bytes": settings.server.max_message_bytes,
+        "training": {"mode": settings.training_mode, "margin": settings.training_margin},
     }
 
 
 def document(
-    result: RunResult, summary: Summary, info: RunInfo, settings: Settings
+    result: RunResult,
+    summary: Summary,
+    info: RunInfo,
+    settings: Settings,
+    corpus_root: Path | None = None,
 ) -> dict[str, Any]:
-    """The machine-readable result of one run (times in seconds and ms per message)."""
+    """The machine-readable result of one run (times in seconds and ms per message).
+
+    With ``corpus_root``, ``messages`` lists every message's row (paths relative to it).
+    """
     decision = settings.decision
-    metrics = {
-        **asdict(summary.metrics),
-        "unsure_pct": summary.unsure_pct,
-        "unsure": summary.unsure,
-        "unsure_reasons": summary.unsure_reasons,
-        "roca_1_pct_probability_scale": summary.roca_1_pct_probability_scale,
-        "ties_at_probability_1": summary.ties_at_probability_1,
-    }
     doc = {
         "filter": FILTER_NAME,
         "corpus": info.corpus,
@@ -86,8 +93,9 @@ def document(
             f"{decision.min_messages} learned messages of each label"
         ),
         "score_kind": "log_odds",
-        "metrics": metrics,
+        "metrics": metrics_block(summary),
         "timing": timing(result),
+        "learn_outcomes": {LEARNED: 0, SKIPPED: 0, **result.outcomes},
         "db_bytes": result.db_bytes,
         "failures": result.failures,
         "wall_s": round(result.wall_s, 1),
@@ -95,14 +103,42 @@ def document(
         "finished": info.finished,
         "database": info.database,
         "settings": settings_used(settings),
-        "host": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "system": platform.platform(terse=True),
-        },
+        "host": _host(),
     }
-    finite: dict[str, Any] = _finite(doc)
-    return finite
+    if corpus_root is not None:
+        doc["messages"] = message_rows(result, corpus_root)
+    clean: dict[str, Any] = finite(doc)
+    return clean
+
+
+def metrics_block(summary: Summary) -> dict[str, Any]:
+    """The peers' metrics and what the three-way verdicts add."""
+    return {
+        **asdict(summary.metrics),
+        "unsure_pct": summary.unsure_pct,
+        "unsure": summary.unsure,
+        "unsure_reasons": summary.unsure_reasons,
+        "roca_1_pct_probability_scale": summary.roca_1_pct_probability_scale,
+        "ties_at_probability_1": summary.ties_at_probability_1,
+    }
+
+
+def _host() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "system": platform.platform(terse=True),
+    }
+
+
+def message_rows(result: RunResult, corpus_root: Path) -> dict[str, Any]:
+    """Every classified message as ``[position, label, log_odds, verdict, path]``."""
+    root = corpus_root.resolve()
+    rows = [
+        [row.position, row.item.label, row.log_odds, row.verdict, _relative(row.item.path, root)]
+        for row in result.rows
+    ]
+    return {"columns": list(MESSAGE_COLUMNS), "rows": rows}
 
 
 def timing(result: RunResult) -> dict[str, Any]:
@@ -128,38 +164,60 @@ def timing(result: RunResult) -> dict[str, Any]:
 
 def table(doc: dict[str, Any]) -> str:
     """A fixed-width table in the peers' style, then the settings that produced it."""
-    head = " ".join(h.rjust(w) for h, w, _, _ in COLUMNS)
-    cells = []
-    for _header, width, block, key in COLUMNS:
-        value = doc[block][key] if block else _db_mb(doc)
-        cells.append(_cell(value, width))
+    head = header()
     failures = " *" if doc["failures"] else ""
     lines = [
-        f"{doc['filter']} on {doc['corpus']}, {_protocol(doc)}, {_order(doc)}",
+        title(doc),
         head,
         "-" * len(head),
-        " ".join(cells) + failures,
+        format_row(column_values(doc)) + failures,
         "",
         *settings_lines(doc),
+        f"database   {doc['database']}; failures {doc['failures']}; wall {doc['wall_s']} s",
+        f"unsure     {_reasons(doc['metrics']['unsure_reasons'])}",
+        f"learning   {_reasons(doc['learn_outcomes'])} (learn calls by outcome)",
     ]
     return "\n".join(lines)
 
 
+def title(doc: dict[str, Any], seeds: str | None = None) -> str:
+    """What was run: filter, corpus, protocol and order (``seeds`` replaces the one seed)."""
+    return f"{doc['filter']} on {doc['corpus']}, {_protocol(doc)}, {_order(doc, seeds)}"
+
+
+def header(lead: tuple[str, int] | None = None) -> str:
+    """The column headers, after an optional ``(header, width)`` lead column."""
+    heads = [h.rjust(w) for h, w, _, _ in COLUMNS]
+    return " ".join([lead[0].ljust(lead[1]), *heads] if lead else heads)
+
+
+def column_values(doc: dict[str, Any]) -> dict[str, Any]:
+    """The value of every table column of a run, by key."""
+    return {key: doc[block].get(key) if block else _db_mb(doc) for _h, _w, block, key in COLUMNS}
+
+
+def format_row(values: dict[str, Any], lead: tuple[str, int] | None = None) -> str:
+    """One table line of ``values`` (by column key; missing or None shown as ``-``)."""
+    cells = [cell(values.get(key), width) for _h, width, _b, key in COLUMNS]
+    return " ".join([lead[0].ljust(lead[1]), *cells] if lead else cells)
+
+
 def settings_lines(doc: dict[str, Any]) -> list[str]:
-    """The model, decision and tokenizer settings of a run, one group per line."""
+    """The model, decision, tokenizer and training settings of a run, one group per line."""
     s = doc["settings"]
     model, decision, tok = s["model"], s["decision"], s["tokenizer"]
-    timing_block = doc["timing"]
+    training = s.get("training") or {}
+    mode, margin = training.get("mode", "everything"), training.get("margin")
+    top = f", top_tokens {model['top_tokens']}" if "top_tokens" in model else ""
     return [
-        f"model      {model['kind']}, counting {model['counting']}, alpha {model['alpha']}",
+        f"model      {model['kind']}, counting {model['counting']}, alpha {model['alpha']}{top}",
         f"verdicts   ham if log-odds < {decision['ham_log_odds']}, spam if > "
         f"{decision['spam_log_odds']} (nats), else unsure; "
         f"unsure until {decision['min_messages']} learned messages per label",
         f"tokenizer  max_token_length {tok['max_token_length']}, "
         f"max_tokens {tok['max_tokens']}, scan_bytes {tok['scan_bytes']}",
-        f"database   {doc['database']}; failures {doc['failures']}; wall {doc['wall_s']} s",
-        f"timing     {timing_block['includes']}",
-        f"unsure     {_reasons(doc['metrics']['unsure_reasons'])}",
+        f"training   {mode}" + (f", margin {margin} nats" if mode != "everything" else ""),
+        f"timing     {doc['timing']['includes']}",
     ]
 
 
@@ -189,8 +247,10 @@ def _protocol(doc: dict[str, Any]) -> str:
     return "online (classify, then learn the gold label)"
 
 
-def _order(doc: dict[str, Any]) -> str:
+def _order(doc: dict[str, Any], seeds: str | None = None) -> str:
     seed = f" seed {doc['seed']}" if doc["seed"] is not None else ""
+    if seeds is not None:
+        seed = f" seeds {seeds}"
     limit = f", first {doc['limit']}" if doc["limit"] else ""
     return f"order {doc['order']}{seed}{limit}"
 
@@ -204,17 +264,18 @@ def _db_mb(doc: dict[str, Any]) -> float | None:
     return None if size is None else size / 1e6
 
 
-def _cell(value: object, width: int) -> str:
+def cell(value: object, width: int) -> str:
+    """``value`` right-aligned in ``width``: ``-`` for None/NaN, numbers at peers' precision."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         text = "-"
     elif isinstance(value, float):
-        text = _number(value)
+        text = number(value)
     else:
         text = str(value)
     return text.rjust(width)
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """Peers' precision: 3 decimals below 10, fewer as the number grows."""
     if abs(value) >= 1000:
         return f"{value:.0f}"
@@ -225,12 +286,12 @@ def _number(value: float) -> str:
     return f"{value:.3f}"
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     """``value`` with NaN and infinities replaced by None (strict JSON)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {key: finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
+        return [finite(item) for item in value]
     return value

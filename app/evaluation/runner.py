@@ -13,6 +13,10 @@ the probability); a message is judged spam when the service's verdict is ``spam`
 A message that cannot be read or parsed scores 0.0 (neutral), is never learned, and is
 counted in ``failures``. Times are wall-clock seconds (``time.perf_counter``).
 
+Every learn call is counted under the string value of the outcome the service reports
+(``learned``, ``unchanged``, ``skipped`` when thick training leaves a message out, ...), so a
+run shows how many messages actually changed the model; ``n_learned`` counts the calls.
+
 Models come from a ``ModelFactory``: a callable giving, per run or fold name, a context
 manager that yields a fresh, empty ``Model`` and cleans up afterwards.
 """
@@ -35,7 +39,7 @@ from app.evaluation.metrics import Metrics, compute_metrics, roc_area_above_pct,
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.service import Classification, SpamFilter
+    from app.service import Classification, FeedbackResult, SpamFilter
 
 ONLINE = "online"
 CV = "cv"
@@ -97,6 +101,7 @@ class RunResult:
     failures: int
     db_bytes: int | None
     wall_s: float
+    outcomes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +129,12 @@ class _Clock:
     n_learned: int = 0
     failures: int = 0
     rows: list[Row] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    def learned(self, feedback: FeedbackResult) -> None:
+        """Count one learn call under its outcome's string value."""
+        self.n_learned += 1
+        self.outcomes[str(feedback.outcome)] += 1
 
 
 def evaluate(
@@ -170,11 +181,11 @@ def _classify_then_learn(
         clock.failures += 1
         return _failed(position, item, elapsed, error)
     t1 = time.perf_counter()
-    service.learn(analysed, item.label)
+    feedback = service.learn(analysed, item.label)
     t2 = time.perf_counter()
     clock.classify_s += t1 - t0
     clock.learn_s += t2 - t1
-    clock.n_learned += 1
+    clock.learned(feedback)
     return _row(position, item, result, t1 - t0, learn_s=t2 - t1)
 
 
@@ -213,8 +224,7 @@ def run_cv(
 def _learn_file(service: SpamFilter, item: CorpusItem, clock: _Clock) -> None:
     t0 = time.perf_counter()
     try:
-        service.learn(service.analyse(item.path.read_bytes()), item.label)
-        clock.n_learned += 1
+        clock.learned(service.learn(service.analyse(item.path.read_bytes()), item.label))
     except (OSError, InvalidMessage, MessageTooLarge):
         clock.failures += 1
     clock.learn_s += time.perf_counter() - t0
@@ -281,6 +291,7 @@ def _result(
         failures=clock.failures,
         db_bytes=db_bytes,
         wall_s=wall_s,
+        outcomes=dict(sorted(clock.outcomes.items())),
     )
 
 

@@ -25,7 +25,7 @@ TIMING_KEYS = {
 TOP_KEYS = {
     "filter", "corpus", "protocol", "folds", "order", "seed", "limit", "threshold",
     "threshold_rule", "score_kind", "metrics", "timing", "db_bytes", "failures", "wall_s",
-    "started", "finished", "database", "settings", "host",
+    "started", "finished", "database", "settings", "host", "learn_outcomes", "messages",
 }  # fmt: skip
 
 
@@ -62,6 +62,13 @@ def test_online_json_scores_and_plot(
     assert doc["timing"]["n_classified"] == doc["timing"]["n_trained"] == 60
     assert doc["timing"]["classify_ms_per_msg"] > 0 and doc["timing"]["train_ms_per_msg"] > 0
     assert doc["failures"] == 0 and doc["db_bytes"] > 0
+    outcomes = doc["learn_outcomes"]
+    assert {"learned", "skipped"} <= set(outcomes) and sum(outcomes.values()) == 60
+    assert outcomes["learned"] > 0
+    messages = doc["messages"]
+    assert messages["columns"] == ["position", "label", "log_odds", "verdict", "path"]
+    assert [row[0] for row in messages["rows"]] == list(range(60))
+    assert all(row[4].split("/")[0] == row[1] for row in messages["rows"])
     assert set(doc["settings"]) >= {"model", "decision", "tokenizer"}
     assert "database_url" not in json.dumps(doc)
 
@@ -166,3 +173,87 @@ def test_a_folder_that_is_no_corpus_is_refused(run_sqlite: Run, tmp_path: Path) 
     result = run_sqlite("eval", "--corpus", str(tmp_path))
     assert result.exit_code == 2
     assert "no index file and no ham/ folder" in result.stderr
+
+
+def test_seeds_then_compare(run_sqlite: Run, corpus: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    result = run_sqlite("eval", "--corpus", str(corpus), "--seeds", "1-2", "--out", str(first))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "order shuffle seeds 1-2" in lines[0] and lines[1].split()[:2] == ["seed", "n"]
+    assert [line.split()[0] for line in lines[3:5]] == ["1", "2"]
+    assert lines[6].startswith("mean") and lines[7].startswith("sd")
+    doc = json.loads(first.read_text())
+    assert doc["seeds"] == [1, 2] and doc["aggregate"]["n_runs"] == 2
+    assert {"roca_1_pct", "learned", "skipped"} <= set(doc["aggregate"]["sd"])
+    for seed, seed_run in zip((1, 2), doc["runs"], strict=True):
+        assert set(seed_run) == TOP_KEYS and seed_run["seed"] == seed
+        assert len(seed_run["messages"]["rows"]) == 60
+    assert doc["runs"][0]["messages"]["rows"] != doc["runs"][1]["messages"]["rows"]
+
+    parallel = run_sqlite(
+        "eval", "--corpus", str(corpus), "--seeds", "1,2", "--jobs", "2", "--json",
+        "--out", str(second),
+    )  # fmt: skip
+    assert parallel.exit_code == 0, parallel.output
+    doc_b = json.loads(parallel.stdout)
+    assert doc_b == json.loads(second.read_text()) and doc_b["jobs"] == 2
+    for run_a, run_b in zip(doc["runs"], doc_b["runs"], strict=True):  # each seed in a process
+        assert run_a["messages"]["rows"] == run_b["messages"]["rows"]
+
+    compared = run_sqlite("eval", "--compare", str(first), str(second), "--bootstrap", "200")
+    assert compared.exit_code == 0, compared.output
+    text = compared.stdout
+    assert "200 paired resamples" in text and "no setting or setup value" in text
+    assert text.count("[+0.000, +0.000]") == 6 and "over 2 seeds" in text
+    as_json = run_sqlite("eval", "--compare", str(first), str(second), "--json")
+    seeds = json.loads(as_json.stdout)["seeds"]
+    assert [s["seed"] for s in seeds] == [1, 2]
+    assert seeds[0]["metrics"]["roca_1_pct"]["verdict"] == "no significant difference"
+
+
+def test_compare_refuses_different_message_sets(
+    run_sqlite: Run, corpus: Path, tmp_path: Path
+) -> None:
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    for path, limit in ((small, "20"), (large, "30")):
+        args = ("eval", "--corpus", str(corpus), "--limit", limit, "--out", str(path))
+        assert run_sqlite(*args).exit_code == 0
+    result = run_sqlite("eval", "--compare", str(small), str(large))
+    assert result.exit_code == 2
+    assert "did not classify the same messages" in result.stderr
+    assert "0 only in A" in result.stderr and "10 only in B" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seeds", "1-2", "--seed", "3"], "--seeds and --seed are mutually exclusive"),
+        (["--seeds", "5-1"], "runs backwards"),
+        (["--seeds", "1,x"], "expected seeds such as 1-5"),
+        (["--seeds", "1-2", "--scores", "s.tsv"], "--scores: one run only"),
+        (["--seeds", "1-2", "--database-url", "sqlite://"], "--database-url: one run only"),
+        (["--jobs", "2"], "--jobs goes with --seeds"),
+        (["--bootstrap", "10"], "--bootstrap and --bootstrap-seed go with --compare"),
+        (["--compare", "a.json", "b.json"], "runs nothing; drop --corpus"),
+    ],
+)
+def test_seeds_and_compare_usage_errors(
+    run_sqlite: Run, corpus: Path, args: list[str], message: str
+) -> None:
+    for name in ("a.json", "b.json"):
+        Path(name).write_text("{}")  # the working folder is the test's own
+    result = run_sqlite("eval", "--corpus", str(corpus), *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_corpus_is_required_and_seeds_need_a_shuffle(run_sqlite: Run, tmp_path: Path) -> None:
+    result = run_sqlite("eval", "--limit", "5")
+    assert result.exit_code == 2 and "--corpus is required" in result.stderr
+    root = tmp_path / "indexed"
+    root.mkdir()
+    (root / "m0").write_bytes(messages("ham", 1)[0])
+    (root / "index").write_text("ham m0\n")
+    result = run_sqlite("eval", "--corpus", str(root), "--seeds", "1-2")
+    assert result.exit_code == 2 and "add --order shuffle" in result.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,7 +27,7 @@ from app.evaluation.runner import (
     summarise,
     temporary_sqlite,
 )
-from app.service import Analysed, SpamFilter
+from app.service import Analysed, FeedbackResult, Outcome, SpamFilter
 from app.settings import Settings
 from tests.cli.mailfiles import write_corpus
 
@@ -58,6 +59,7 @@ def test_online_over_the_real_service(items: list[CorpusItem], models: ModelFact
     assert [row.position for row in result.rows] == list(range(60))
     assert [row.item for row in result.rows] == items
     assert (result.n_classified, result.n_learned, result.failures) == (60, 60, 0)
+    assert sum(result.outcomes.values()) == 60 and result.outcomes["learned"] > 0
     assert result.classify_s > 0 and result.learn_s > 0 and result.db_bytes
     assert all(row.learn_s is not None and row.fold is None for row in result.rows)
     assert result.rows[0].log_odds == 0.0  # nothing learned yet
@@ -117,8 +119,16 @@ class _Recording:
         spam = "spam" in message.digest
         return _Classified(Verdict.SPAM if spam else Verdict.HAM, 3.0 if spam else -3.0)
 
-    def learn(self, message: object, label: str) -> None:
+    def learn(self, message: Analysed, label: str) -> FeedbackResult:
         self.calls.append(("learn", (message, label)))
+        # Any outcome counts by its string value, including ones the runner does not know.
+        outcome = _Outcome.SKIPPED if "spam" in message.digest else _Outcome.LEARNED
+        return FeedbackResult(message.digest, label, cast(Outcome, outcome))
+
+
+class _Outcome(StrEnum):
+    LEARNED = "learned"
+    SKIPPED = "skipped"
 
 
 class _Classified:
@@ -144,6 +154,7 @@ def test_online_tokenises_once_and_classifies_before_learning(tmp_path: Path) ->
     first = service.calls[0][1]
     assert service.calls[1][1] is first and service.calls[2][1] == (first, "ham")
     assert result.failures == 1 and (result.n_classified, result.n_learned) == (3, 2)
+    assert result.outcomes == {"learned": 1, "skipped": 1}
     broken = result.rows[1]
     assert (broken.log_odds, broken.verdict, broken.error) == (0.0, "unsure", "invalid_message")
     assert result.db_bytes is None
