@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from app.binding import check_bind, is_loopback
 from app.service import SpamFilter
 from app.settings import Settings
 from app.storage.engine import make_engine
@@ -27,5 +26,3 @@ def migrate_database(settings: Settings) -> str:
     finally:
         engine.dispose()
 
-
-__all__ = ["build_service", "check_bind", "is_loopback", "migrate_database"]

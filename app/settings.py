@@ -112,7 +112,9 @@ class MilterSettings(BaseModel):
     """The milter listener (Postfix smtpd_milters, Sendmail INPUT_MAIL_FILTER)."""
 
     socket: str = Field("inet:8891@127.0.0.1", description="inet:PORT@HOST or unix:PATH")
-    timeout_seconds: float = Field(60.0, gt=0)
+    timeout_seconds: float = Field(
+        60.0, gt=0, description="per classification and per frame; idle connections live longer"
+    )
 
 
 class Settings(BaseSettings):

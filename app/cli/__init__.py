@@ -27,6 +27,7 @@ from app.cli.context import (
 )
 from app.cli.evaluate import evaluate
 from app.cli.messages import classify, forget, learn
+from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
 from app.errors import SpamFilterError
@@ -115,6 +116,7 @@ cli.add_command(classify)
 cli.add_command(forget)
 cli.add_command(evaluate)
 cli.add_command(spamd)
+cli.add_command(milter)
 
 
 def main() -> None:

@@ -1,0 +1,223 @@
+"""One milter connection as a pure state machine: commands in, responses (or work) out.
+
+The session rebuilds the message the MTA streams to it (header fields, then body chunks) as
+RFC 822 bytes with CRLF line ends, and at end of message hands it back as a ``Message`` for
+the transport to classify. ``verdict`` then turns the service's MailReport into responses:
+
+* accept: our X-Spam headers inserted at the top, X-Spam-* fields that came with the message
+  (forged by a sender, or left by an earlier hop) deleted, then SMFIR_CONTINUE;
+* reject: SMFIR_REPLYCODE ``550 5.7.1 Message rejected as spam``;
+* quarantine: the same header edits, SMFIR_QUARANTINE with a reason, then SMFIR_CONTINUE.
+
+``failure`` answers when classification could not be done: SMFIR_ACCEPT or SMFIR_TEMPFAIL,
+as ``mail.on_error`` says (what Postfix's ``milter_default_action`` does when a filter is
+down). Thresholds and actions come from the service; nothing here decides what is spam.
+
+Size cap: at most ``max_message_bytes`` (the service's hard cap) are buffered. Beyond it the
+session stops buffering, asks the MTA to skip the rest of the body (SMFIR_SKIP, when the MTA
+offered it) and the head of the message is classified. The tokenizer reads only the first
+``tokenizer.scan_bytes`` of any message anyway, so as long as that is below the cap the verdict
+is the one the whole message would get; and a permanent condition such as size must not turn
+into a temporary failure the MTA would retry for days.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from app.adapters.milter.protocol import (
+    Abort,
+    Action,
+    BodyChunk,
+    Command,
+    Connect,
+    Data,
+    DefineMacros,
+    EndOfHeaders,
+    EndOfMessage,
+    Header,
+    Helo,
+    MailFrom,
+    OptionNegotiation,
+    Quit,
+    QuitNewConnection,
+    RcptTo,
+    Step,
+    Unknown,
+)
+from app.adapters.milter.responses import (
+    Accept,
+    ChangeHeader,
+    Continue,
+    InsertHeader,
+    Quarantine,
+    ReplyCode,
+    Response,
+    Skip,
+    TempFail,
+    negotiate,
+)
+
+if TYPE_CHECKING:
+    from app.service import MailReport
+
+# Add and change headers, quarantine; and skip the rest of an oversized body.
+WANTED_ACTIONS = Action.ADD_HEADERS | Action.CHANGE_HEADERS | Action.QUARANTINE
+WANTED_STEPS = Step.SKIP
+REJECT = ReplyCode("550", "5.7.1", "Message rejected as spam")
+OWN_HEADER_PREFIX = "x-spam-"
+CRLF = b"\r\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A whole message to classify: raw bytes (CRLF line ends), the first envelope recipient,
+    whether the size cap cut it, and the MTA's queue id (macro ``i``) for logs."""
+
+    raw: bytes
+    recipient: str | None
+    truncated: bool
+    queue_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """The MTA said QUIT: close the connection without a reply."""
+
+
+Outcome = tuple[Response, ...] | Message | Close
+CLOSE = Close()
+_CONTINUE: tuple[Response, ...] = (Continue(),)
+
+
+class Session:
+    """The state of one MTA connection; one message at a time, any number per connection."""
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self._cap = max_message_bytes
+        self.actions = Action(0)
+        self.steps = Step(0)
+        self.macros: dict[str, str] = {}
+        self._reset_message()
+
+    def handle(self, command: Command) -> Outcome:
+        """The responses to ``command`` (empty when none is due), a Message to classify, or
+        Close."""
+        match command:
+            case OptionNegotiation():
+                reply = negotiate(command, WANTED_ACTIONS, WANTED_STEPS)
+                self.actions, self.steps = reply.actions, reply.steps
+                return (reply,)
+            case DefineMacros(macros=macros):
+                self.macros.update(macros)
+                return ()
+            case Header() | EndOfHeaders() | BodyChunk() | EndOfMessage():
+                return self._content(command)
+            case MailFrom():
+                self._reset_message()
+                return _CONTINUE
+            case RcptTo(address=address):
+                self._recipients.append(address)
+                return _CONTINUE
+            case Connect() | Helo() | Data() | Unknown():
+                return _CONTINUE
+            case Abort():
+                self._reset_message()
+                return ()
+            case QuitNewConnection():
+                self._reset_message()
+                self.macros.clear()
+                return ()
+            case Quit():
+                return CLOSE
+        raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
+
+    def _content(self, command: Header | EndOfHeaders | BodyChunk | EndOfMessage) -> Outcome:
+        match command:
+            case Header():
+                self._add_header(command)
+            case EndOfHeaders():
+                self._end_headers()
+            case BodyChunk(data=data):
+                return (self._add_body(data),)
+            case EndOfMessage(data=data):
+                if data:
+                    self._add_body(data)
+                return self._message()
+        return _CONTINUE
+
+    def verdict(self, report: MailReport) -> tuple[Response, ...]:
+        """The end-of-message responses for the service's report; the message is then done."""
+        try:
+            if report.action == "reject":
+                return (REJECT,)
+            edits = self._header_edits(report.headers)
+            if report.action == "quarantine" and Action.QUARANTINE in self.actions:
+                reason = f"spam: score {report.score:.1f}, required {report.required:.1f}"
+                return (*edits, Quarantine(reason), Continue())
+            return (*edits, Continue())
+        finally:
+            self._reset_message()
+
+    def failure(self, on_error: Literal["accept", "tempfail"]) -> tuple[Response, ...]:
+        """The end-of-message response when the message could not be classified."""
+        self._reset_message()
+        return (TempFail(),) if on_error == "tempfail" else (Accept(),)
+
+    def _header_edits(self, headers: list[tuple[str, str]]) -> list[Response]:
+        edits: list[Response] = []
+        if Action.CHANGE_HEADERS in self.actions:
+            # Last occurrence first, so deleting one never renumbers the next to delete.
+            edits += [ChangeHeader(index, name, "") for name, index in reversed(self._forged)]
+        if Action.ADD_HEADERS in self.actions:
+            edits += [InsertHeader(i, name, value) for i, (name, value) in enumerate(headers)]
+        return edits
+
+    def _reset_message(self) -> None:
+        self._recipients: list[str] = []
+        self._buffer = bytearray()
+        self._in_body = False
+        self._truncated = False
+        self._seen: dict[str, int] = {}
+        self._forged: list[tuple[str, int]] = []
+
+    def _add_header(self, header: Header) -> None:
+        key = header.name.lower()
+        # Only a name SMFIR_CHGHEADER can carry: a sender must not be able to make the reply
+        # unencodable (and so the message unfiltered) with an odd field name.
+        if key.startswith(OWN_HEADER_PREFIX) and _sendable_name(header.name):
+            self._seen[key] = self._seen.get(key, 0) + 1
+            self._forged.append((header.name, self._seen[key]))
+        # Postfix sends folded values with LF inside, Sendmail with CRLF: make them all CRLF.
+        value = header.value.replace(CRLF, b"\n").replace(b"\n", CRLF)
+        self._append(header.name.encode("latin-1") + b": " + value + CRLF)
+
+    def _end_headers(self) -> None:
+        if not self._in_body:
+            self._in_body = True
+            self._append(CRLF)
+
+    def _add_body(self, data: bytes) -> Response:
+        self._end_headers()
+        self._append(data)
+        if self._truncated and Step.SKIP in self.steps:
+            return Skip()
+        return Continue()
+
+    def _append(self, data: bytes) -> None:
+        room = self._cap - len(self._buffer)
+        if len(data) > room:
+            self._truncated = True
+            data = data[: max(room, 0)]
+        self._buffer += data
+
+    def _message(self) -> Message:
+        self._end_headers()
+        recipient = self._recipients[0] if self._recipients else None
+        queue_id = self.macros.get("i")
+        return Message(bytes(self._buffer), recipient, self._truncated, queue_id)
+
+
+def _sendable_name(name: str) -> bool:
+    return name.isascii() and name.isprintable() and not any(ch in name for ch in ": ")

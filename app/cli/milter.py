@@ -1,0 +1,52 @@
+"""milter: serve the mail-filter protocol to Postfix (smtpd_milters, non_smtpd_milters) and
+Sendmail (INPUT_MAIL_FILTER); see docs/integration/postfix.md.
+
+The transport (``app.adapters.milter.server``) is imported when the command runs, so the
+other commands start without it and the database layer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from app.cli.context import CliState, pass_state
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+@click.command()
+@click.option(
+    "--socket",
+    "socket_spec",
+    metavar="SPEC",
+    help="inet:PORT@HOST, inet6:PORT@HOST, unix:PATH or local:PATH "
+    "(default: SPAMFILTER_MILTER__SOCKET, inet:8891@127.0.0.1).",
+)
+@click.option(
+    "--allow-public-bind",
+    is_flag=True,
+    help="Allow a non-loopback TCP address (the milter protocol has no authentication).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="info",
+    show_default=True,
+    help="Of the spamfilter loggers (one line per message at info; no addresses).",
+)
+@pass_state
+def milter(
+    state: CliState, socket_spec: str | None, allow_public_bind: bool, log_level: str
+) -> None:
+    """Run the milter: X-Spam headers, and reject or quarantine as the mail settings say."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("app").setLevel(log_level.upper())
+    from app.adapters.milter.server import serve
+
+    serve(state.settings, socket_spec, allow_public_bind, _announce)
+
+
+def _announce(line: str) -> None:
+    click.echo(f"spamfilter: {line}", err=True)

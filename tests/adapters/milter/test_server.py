@@ -1,0 +1,322 @@
+"""The transport: socket names, the bind check, and a real socket driven byte by byte."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from app.adapters.milter import server
+from app.adapters.milter.server import Endpoint, check_bind, parse_socket
+from app.cli import cli
+from app.errors import ConfigurationError, StorageUnavailable
+from app.settings import Settings
+from tests.adapters.milter.conftest import InProcessMilter, hammy_message, spammy_message
+
+StartMilter = Callable[[Settings, str], InProcessMilter]
+OFFER = struct.pack("!III", 6, 0x1FF, 0x1FFFFF)
+
+
+@pytest.mark.parametrize(
+    ("spec", "endpoint"),
+    [
+        ("inet:8891@127.0.0.1", Endpoint("inet", host="127.0.0.1", port=8891)),
+        ("inet:8891@localhost", Endpoint("inet", host="localhost", port=8891)),
+        ("INET:0@127.0.0.1", Endpoint("inet", host="127.0.0.1", port=0)),
+        ("inet:8891", Endpoint("inet", host="0.0.0.0", port=8891)),
+        ("inet6:8891@[::1]", Endpoint("inet", host="::1", port=8891)),
+        ("inet6:8891@::1", Endpoint("inet", host="::1", port=8891)),
+        ("inet6:8891", Endpoint("inet", host="::", port=8891)),
+        ("unix:/run/spamfilter/milter.sock", Endpoint("unix", path="/run/spamfilter/milter.sock")),
+        ("local:/run/milter.sock", Endpoint("unix", path="/run/milter.sock")),
+        ("/run/milter.sock", Endpoint("unix", path="/run/milter.sock")),
+    ],
+)
+def test_socket_names_in_libmilter_notation(spec: str, endpoint: Endpoint) -> None:
+    assert parse_socket(spec) == endpoint
+
+
+@pytest.mark.parametrize(
+    "spec", ["", "inet:", "inet:port@127.0.0.1", "inet:70000@127.0.0.1", "unix:", "tcp:25@host"]
+)
+def test_other_socket_names_are_configuration_errors(spec: str) -> None:
+    with pytest.raises(ConfigurationError, match="expected inet:PORT@HOST"):
+        parse_socket(spec)
+
+
+def test_postfix_notation_gets_a_hint() -> None:
+    with pytest.raises(ConfigurationError, match="inet:PORT@HOST here"):
+        parse_socket("inet:127.0.0.1:8891")
+
+
+def test_endpoints_describe_themselves_as_they_were_named() -> None:
+    assert parse_socket("inet:25@127.0.0.1").describe() == "inet:25@127.0.0.1"
+    assert parse_socket("inet6:25@[::1]").describe() == "inet6:25@::1"
+    assert parse_socket("unix:/x.sock").describe() == "unix:/x.sock"
+
+
+def test_public_addresses_need_the_opt_in() -> None:
+    for spec in ("inet:8891@127.0.0.1", "inet6:8891@::1", "inet:8891@localhost", "unix:/x"):
+        check_bind(parse_socket(spec), allow_public_bind=False)
+    for spec in ("inet:8891", "inet:8891@192.0.2.1", "inet6:8891@::"):
+        with pytest.raises(ConfigurationError, match="--allow-public-bind"):
+            check_bind(parse_socket(spec), allow_public_bind=False)
+        check_bind(parse_socket(spec), allow_public_bind=True)
+
+
+@pytest.mark.parametrize(
+    ("socket_spec", "problem"),
+    [("inet:8891@0.0.0.0", "refusing to listen"), ("inet:127.0.0.1:8891", "expected inet:")],
+)
+def test_the_command_refuses_before_touching_the_database(
+    socket_spec: str, problem: str, tmp_path: Path
+) -> None:
+    database = tmp_path / "untouched.db"
+    result = CliRunner().invoke(
+        cli, ["--database-url", f"sqlite:///{database}", "milter", "--socket", socket_spec]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("spamfilter: configuration_error: ")
+    assert problem in result.stderr
+    assert not database.exists()
+
+
+# A real socket, driven by hand ------------------------------------------------------------
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack("!I", len(body)) + body
+
+
+def conversation(raw: bytes, negotiate: bool = True) -> list[bytes]:
+    """The frame bodies of one message as Postfix sends them (headers, one body chunk)."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    frames = [b"O" + OFFER] if negotiate else []
+    frames += [b"Cclient\x004\x00\x19192.0.2.1\x00", b"Hclient\x00", b"DMi\x00QID7\x00"]
+    frames += [b"M<a@example.org>\x00", b"R<b@example.net>\x00", b"T"]
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b": ")
+        frames.append(b"L" + name + b"\0" + value + b"\0")
+    return [*frames, b"N", b"B" + body, b"E"]
+
+
+def send(peer: Peer, frames: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """Send the frames at once; return the replies before end of message (one per frame but
+    macros) and the end-of-message responses."""
+    peer.sock.sendall(b"".join(frame(body) for body in frames))
+    early = [peer.response() for body in frames[:-1] if body[:1] != b"D"]
+    return early, peer.until_final()
+
+
+class Peer:
+    """An MTA written by hand: raw frames out, raw responses in."""
+
+    def __init__(self, address: str) -> None:
+        endpoint = parse_socket(address)
+        if endpoint.kind == "unix":
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(endpoint.path)
+        else:
+            self.sock = socket.create_connection((endpoint.host, endpoint.port))
+        self.sock.settimeout(10)
+
+    def response(self) -> bytes:
+        """One response frame's code and data; b"" when the milter closed the connection."""
+        head = self._exactly(4)
+        return self._exactly(struct.unpack("!I", head)[0]) if head else b""
+
+    def until_final(self) -> list[bytes]:
+        """Responses up to a final end-of-message one (continue, accept, reject, ...)."""
+        responses = [self.response()]
+        while responses[-1][:1] not in (b"c", b"a", b"r", b"t", b"d", b"y", b""):
+            responses.append(self.response())
+        return responses
+
+    def _exactly(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            piece = self.sock.recv(size - len(data))
+            if not piece:
+                return b""
+            data += piece
+        return data
+
+
+@pytest.fixture
+def peer_factory() -> Iterator[Callable[[str], Peer]]:
+    peers: list[Peer] = []
+
+    def connect(address: str) -> Peer:
+        peers.append(Peer(address))
+        return peers[-1]
+
+    yield connect
+    for peer in peers:
+        peer.sock.close()
+
+
+def test_one_byte_at_a_time_every_command_is_answered(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    milter = in_process_milter(milter_settings(), "inet:0@127.0.0.1")
+    peer = peer_factory(milter.socket)
+    for byte in b"".join(frame(body) for body in conversation(spammy_message())):
+        peer.sock.sendall(bytes([byte]))
+    negotiated = peer.response()
+    assert negotiated[:1] == b"O" and struct.unpack("!III", negotiated[1:]) == (6, 0x31, 0x400)
+    # connect, helo, mail, rcpt, data, 7 header fields, eoh, body: all continue (macros: none)
+    assert [peer.response() for _ in range(14)] == [b"c"] * 14
+    final = peer.until_final()
+    assert final[-1] == b"c"
+    assert b"i\x00\x00\x00\x00X-Spam-Flag\x00YES\x00" in final
+
+
+def test_two_messages_and_quit_over_a_unix_socket(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+    unix_socket: str,
+) -> None:
+    milter = in_process_milter(milter_settings(), unix_socket)
+    peer = peer_factory(milter.socket)
+    for raw, first in ((spammy_message(), True), (hammy_message(), False)):
+        early, final = send(peer, conversation(raw, negotiate=first))
+        assert set(early[1:]) == {b"c"}
+        assert any(r.startswith(b"i") and b"X-Spam-Flag\x00YES" in r for r in final) == first
+        assert final[-1] == b"c"
+    peer.sock.sendall(frame(b"Q"))
+    assert peer.response() == b""  # closed without a reply
+
+
+def test_an_oversized_frame_ends_the_connection(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    milter = in_process_milter(milter_settings(), "inet:0@127.0.0.1")
+    peer = peer_factory(milter.socket)
+    peer.sock.sendall(struct.pack("!I", 64 * 1024 * 1024) + b"B")
+    assert peer.response() == b""
+
+
+def test_a_peer_stalled_mid_frame_is_disconnected_after_the_timeout(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    milter = in_process_milter(milter_settings(milter={"timeout_seconds": 0.3}), "inet:0@127.0.0.1")
+    peer = peer_factory(milter.socket)
+    started = time.monotonic()
+    peer.sock.sendall(frame(b"O" + OFFER) + frame(b"Hclient\x00")[:6])
+    assert peer.response()[:1] == b"O"
+    assert peer.response() == b""
+    assert time.monotonic() - started < 5
+
+
+def test_an_idle_connection_outlives_the_timeout_until_the_idle_limit(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    milter = in_process_milter(milter_settings(milter={"timeout_seconds": 0.2}), "inet:0@127.0.0.1")
+    peer = peer_factory(milter.socket)
+    peer.sock.sendall(frame(b"O" + OFFER))
+    assert peer.response()[:1] == b"O"
+    time.sleep(0.6)  # an SMTP client pausing between commands
+    peer.sock.sendall(frame(b"Hclient\x00"))
+    assert peer.response() == b"c"
+    monkeypatch.setattr(server, "IDLE_TIMEOUT", 0.3)
+    peer.sock.sendall(frame(b"Hclient\x00"))  # the next wait uses the patched limit
+    assert peer.response() == b"c"
+    assert peer.response() == b""
+
+
+@pytest.mark.parametrize(
+    ("on_error", "error", "reply"),
+    [
+        ("tempfail", StorageUnavailable("database is locked"), b"t"),
+        ("accept", StorageUnavailable("database is locked"), b"a"),
+        ("tempfail", RuntimeError("unexpected"), b"t"),
+        ("accept", RuntimeError("unexpected"), b"a"),
+    ],
+)
+def test_a_failing_service_gets_the_on_error_reply(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+    monkeypatch: pytest.MonkeyPatch,
+    on_error: str,
+    error: Exception,
+    reply: bytes,
+) -> None:
+    milter = in_process_milter(milter_settings(mail={"on_error": on_error}), "inet:0@127.0.0.1")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(milter.service, "classify", fail)
+    early, final = send(peer_factory(milter.socket), conversation(hammy_message()))
+    assert set(early[1:]) == {b"c"}
+    assert final == [reply]
+
+
+def test_a_slow_service_gets_the_on_error_reply_after_the_timeout(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = milter_settings(milter={"timeout_seconds": 0.5}, mail={"on_error": "tempfail"})
+    milter = in_process_milter(settings, "inet:0@127.0.0.1")
+    classify = milter.service.classify
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(1.5)
+        return classify(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(milter.service, "classify", slow)
+    _, final = send(peer_factory(milter.socket), conversation(hammy_message()))
+    assert final == [b"t"]
+
+
+def test_a_message_that_cannot_be_parsed_is_accepted_even_with_tempfail(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    milter = in_process_milter(milter_settings(mail={"on_error": "tempfail"}), "inet:0@127.0.0.1")
+    frames = [b"O" + OFFER, b"M<a@example.org>\x00", b"R<b@example.net>\x00", b"N"]
+    early, final = send(peer_factory(milter.socket), [*frames, b"Bnot a header\r\n", b"E"])
+    assert [r[:1] for r in early] == [b"O", b"c", b"c", b"c", b"c"]
+    assert final == [b"a"]
+
+
+def test_a_stale_unix_socket_is_replaced_and_a_live_one_refused(
+    milter_settings: Callable[..., Settings], in_process_milter: StartMilter, unix_socket: str
+) -> None:
+    path = parse_socket(unix_socket).path
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)
+    stale.close()  # the file stays, nobody listens
+    settings = milter_settings()
+    in_process_milter(settings, unix_socket)
+    with pytest.raises(ConfigurationError, match="in use"):
+        in_process_milter(settings, unix_socket)
+
+
+def test_a_file_in_the_way_of_the_socket_is_not_removed(
+    milter_settings: Callable[..., Settings], in_process_milter: StartMilter, unix_socket: str
+) -> None:
+    path = Path(parse_socket(unix_socket).path)
+    path.write_text("not a socket")
+    with pytest.raises(ConfigurationError, match="not a socket"):
+        in_process_milter(milter_settings(), unix_socket)
+    assert path.read_text() == "not a socket"
