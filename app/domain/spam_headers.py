@@ -1,10 +1,10 @@
 """A verdict as SpamAssassin-style headers and score, shared by every mail adapter.
 
 Score mapping. Mail servers compare a SpamAssassin score with ``required_score`` (5.0 by
-default). Our decision is on the log-odds L (nats) against the spam cut-off S (15 by default),
+default). Our decision is on the log-odds L (nats) against the spam cut-off S (10 by default),
 so the score is L scaled linearly to put S at 5.0:
 
-    score = 5.0 · L / S      (S = 15: score = L / 3; clamped to ±999, one decimal)
+    score = 5.0 · L / S      (S = 10: score = L / 2; clamped to ±999, one decimal)
 
 so that ``score >= required_score`` with the default 5.0 is the same decision as ours. A
 ``required_score`` of 5.0 · T / S corresponds to a log-odds cut-off of T nats.
