@@ -26,6 +26,7 @@ from app.cli.context import (
     pass_state,
 )
 from app.cli.evaluate import evaluate
+from app.cli.filter import filter_command
 from app.cli.messages import classify, forget, learn
 from app.cli.milter import milter
 from app.cli.serve import serve
@@ -115,6 +116,7 @@ cli.add_command(learn)
 cli.add_command(classify)
 cli.add_command(forget)
 cli.add_command(evaluate)
+cli.add_command(filter_command)
 cli.add_command(spamd)
 cli.add_command(milter)
 

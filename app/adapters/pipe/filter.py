@@ -1,0 +1,116 @@
+"""One message through the filter: classify, add the X-Spam fields, never lose the message.
+
+``filter_message`` is the whole contract: whatever goes wrong (not a message, too large,
+database down or not migrated, a bug), the output is the input, byte for byte, and the exit
+status is 3. The classifier is a function of the raw bytes; ``classifier`` picks one:
+
+* with ``SPAMFILTER_FILTER_URL`` set, the running HTTP service (``client.py``), falling back
+  to the direct path when the service does not answer;
+* otherwise the direct path: the service built on ``SPAMFILTER_DATABASE_URL`` in this
+  process, without migrating (a database that is not migrated is an error, exit 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from app.adapters.pipe.report import ExitCode, FilterReport
+from app.domain.rewrite import add_headers
+
+if TYPE_CHECKING:
+    from app.service import SpamFilter
+    from app.settings import Settings
+
+Classify = Callable[[bytes], FilterReport]
+PROGRAM = "spamfilter-filter"
+_NEVER_MIGRATES = "the filter never creates or migrates the database: spamfilter db upgrade does"
+
+
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """The bytes to write out and the exit status."""
+
+    output: bytes
+    code: ExitCode
+    verdict: str | None = None
+
+
+def filter_message(raw: bytes, classify: Classify, errors: TextIO | None = None) -> Filtered:
+    """``raw`` with the X-Spam fields added, or ``raw`` unchanged (exit 3) on any error.
+
+    Any exception is caught on purpose: a filter that dies loses the mail in some set-ups
+    (procmail without ``w``, a Postfix pipe script), so a failure is one line on ``errors``.
+    """
+    try:
+        report = classify(raw)
+        return Filtered(add_headers(raw, report.headers), report.exit_code, report.verdict)
+    except Exception as error:
+        if errors is not None:
+            errors.write(f"{PROGRAM}: {describe(error)}; message passed through unchanged\n")
+        return Filtered(raw, ExitCode.ERROR)
+
+
+def describe(error: BaseException) -> str:
+    """One line: the service's error code, or the exception type, then its text."""
+    code = getattr(error, "code", None) or type(error).__name__
+    detail = " ".join(str(error).split())
+    return f"{code}: {detail}" if detail else str(code)
+
+
+def service_classifier(service: SpamFilter) -> Classify:
+    """Classify with ``service`` in this process (the report's fields are its mail report)."""
+
+    def classify(raw: bytes) -> FilterReport:
+        result = service.classify(raw)
+        return FilterReport(result.verdict.value, service.mail_report(result).headers)
+
+    return classify
+
+
+def direct_classifier(settings: Settings | None = None) -> Classify:
+    """Classify in this process; the service is built (never migrated) on first use.
+
+    Without ``settings`` they are read from the environment then, so a bad setting is an
+    error of that message (exit 3, passed through) rather than a crash before reading it.
+    """
+
+    def classify(raw: bytes) -> FilterReport:
+        from app.bootstrap import build_service
+        from app.errors import StorageUnavailable
+        from app.settings import Settings
+
+        service = build_service(settings or Settings(), migrate=False)
+        try:
+            return service_classifier(service)(raw)
+        except StorageUnavailable as error:
+            raise StorageUnavailable(f"{error} ({_NEVER_MIGRATES})") from error
+        finally:
+            service.close()
+
+    return classify
+
+
+def classifier(
+    environ: Mapping[str, str], errors: TextIO, settings: Settings | None = None
+) -> Classify:
+    """The daemon client when ``SPAMFILTER_FILTER_URL`` is set (the direct path as its
+    fallback), else the direct path. The environment is read per message, inside the
+    classifier, so a bad value is that message's error (exit 3, passed through)."""
+    direct = direct_classifier(settings)
+
+    def classify(raw: bytes) -> FilterReport:
+        from app.adapters.pipe import client
+
+        daemon = client.daemon_from_environment(environ)
+        if daemon is None:
+            return direct(raw)
+        cut = client.spam_cut(environ) if settings is None else settings.decision.spam_log_odds
+        try:
+            return client.classify_remotely(daemon, raw, cut)
+        except client.DaemonUnavailable as error:
+            errors.write(f"{PROGRAM}: service unavailable ({error}); classifying directly\n")
+            return direct(raw)
+
+    return classify

@@ -1,0 +1,97 @@
+"""``spamfilter-filter``: the per-message entry point, kept to a bare interpreter's start-up.
+
+It imports only the standard library and the filter's own modules until a message needs the
+direct path; then the service (SQLAlchemy, pydantic-settings), never click or FastAPI, and it
+never runs the migrations. Timings are in docs/integration/pipe.md. Even a mistyped option
+passes the message through (exit 3): a filter step must not lose mail over a typo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import BinaryIO, NoReturn, TextIO
+
+from app.adapters.pipe.filter import PROGRAM, Classify, classifier, describe, filter_message
+from app.adapters.pipe.report import ExitCode, FilterReport
+from app.errors import ConfigurationError
+
+EXIT_CODES = """\
+exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unchanged).
+environment: SPAMFILTER_DATABASE_URL and the other SPAMFILTER_* settings; with
+SPAMFILTER_FILTER_URL=http://HOST:PORT the running HTTP service classifies (falling back to
+the database when it does not answer), SPAMFILTER_FILTER_TIMEOUT seconds (default 5)."""
+
+
+class UsageError(Exception):
+    """A command line argparse cannot read."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``spamfilter-filter``; a bad one raises UsageError."""
+    parse = _Parser(
+        prog=PROGRAM,
+        description="Read a message on stdin; write it to stdout with X-Spam headers added.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parse.add_argument(
+        "-e",
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 for every verdict (spam, ham, unsure); 3 still means an error",
+    )
+    return parse
+
+
+def run(
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    stderr: TextIO,
+    exit_zero: bool = False,
+    classify: Classify | None = None,
+) -> int:
+    """Filter one message from ``stdin`` to ``stdout``; the exit status.
+
+    ``classify`` defaults to ``classifier``: every setting from the process environment
+    (``SPAMFILTER_*``), read when the message is classified.
+    """
+    try:
+        raw = stdin.read()
+    except OSError as error:
+        stderr.write(f"{PROGRAM}: cannot read the message: {describe(error)}\n")
+        return ExitCode.ERROR
+    filtered = filter_message(raw, classify or classifier(os.environ, stderr), stderr)
+    try:
+        stdout.write(filtered.output)
+        stdout.flush()
+    except OSError as error:
+        stderr.write(f"{PROGRAM}: cannot write the message: {describe(error)}\n")
+        return ExitCode.ERROR
+    if exit_zero and filtered.code is not ExitCode.ERROR:
+        return 0
+    return int(filtered.code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point (``spamfilter-filter``)."""
+    streams = (sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as error:
+        return run(*streams, classify=_refuse(f"usage: {error} (see {PROGRAM} --help)"))
+    return run(*streams, exit_zero=args.exit_zero)
+
+
+def _refuse(problem: str) -> Classify:
+    def classify(_raw: bytes) -> FilterReport:
+        raise ConfigurationError(problem)
+
+    return classify
