@@ -26,12 +26,12 @@ from enum import IntEnum, StrEnum
 
 from app.adapters.spamd.report import (
     CheckResult,
-    add_headers,
     format_report,
     header_block,
     symbol_name,
     wire_score,
 )
+from app.domain.rewrite import add_headers
 from app.errors import (
     ConfigurationError,
     InvalidLabel,

@@ -64,37 +64,7 @@ def format_report(result: CheckResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_headers(message: bytes, headers: Sequence[tuple[str, str]]) -> bytes:
-    """``message`` with ``headers`` inserted at the top of its header block, in its own line
-    endings (after an mbox ``From `` line); every other byte is kept as it was."""
-    eol = _line_ending(message)
-    block = b"".join(_fold(name, value, eol) for name, value in headers)
-    start = message.find(b"\n") + 1 if message.startswith(b"From ") else 0
-    return message[:start] + block + message[start:]
-
-
 def header_block(message: bytes) -> bytes:
     """The header block up to and including the blank line (all of it when there is none)."""
     match = re.search(rb"\r?\n\r?\n", message)
     return message[: match.end()] if match else message
-
-
-def _fold(name: str, value: str, eol: bytes, width: int = 78) -> bytes:
-    """``Name: value`` folded before ``width`` columns at spaces and after commas, the way
-    SpamAssassin folds X-Spam-Status (continuation lines start with a tab)."""
-    lines = [f"{name}:"]
-    fresh = True
-    for piece in re.split(r"(?<=,)(?=\S)|(?= )", " " + value):
-        if not piece:
-            continue
-        if not fresh and len(lines[-1].expandtabs(8)) + len(piece) > width:
-            lines.append("\t" + piece.lstrip(" "))
-        else:
-            lines[-1] += piece
-        fresh = False
-    return eol.join(line.encode("utf-8") for line in lines) + eol
-
-
-def _line_ending(message: bytes) -> bytes:
-    first = message.find(b"\n")
-    return CRLF if first > 0 and message[first - 1 : first] == b"\r" else b"\n"

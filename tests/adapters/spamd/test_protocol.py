@@ -27,8 +27,9 @@ from app.adapters.spamd.protocol import (
     render_response,
     tell_action,
 )
-from app.adapters.spamd.report import CheckResult, add_headers, header_block, wire_score
+from app.adapters.spamd.report import CheckResult, header_block, wire_score
 from app.domain.naive_bayes import Clue
+from app.domain.rewrite import add_headers
 from app.errors import (
     ConfigurationError,
     InvalidLabel,
@@ -407,7 +408,7 @@ def test_headers_keep_the_messages_line_endings_and_bytes() -> None:
 def test_headers_go_after_an_mbox_from_line() -> None:
     mbox = b"From alice@example.org Tue Mar  3 10:15:00 2026\nFrom: a@example.org\n\nb\n"
     assert add_headers(mbox, [("X-Spam-Level", "")]) == (
-        b"From alice@example.org Tue Mar  3 10:15:00 2026\nX-Spam-Level: \n"
+        b"From alice@example.org Tue Mar  3 10:15:00 2026\nX-Spam-Level:\n"
         b"From: a@example.org\n\nb\n"
     )
 
@@ -419,8 +420,7 @@ def test_long_headers_fold_at_spaces_and_after_commas() -> None:
     )
     assert add_headers(b"A: b\r\n\r\n", [("X-Spam-Status", value)]) == (
         b"X-Spam-Status: Yes, score=16.3 required=5.0 tests=limited(+2.90),\r\n"
-        b"\tcasino(+2.85),million(+2.79),discount(+2.72),offer(+2.72)\r\n"
-        b"\tversion=spamfilter\r\n"
+        b"\tcasino(+2.85),million(+2.79),discount(+2.72),offer(+2.72) version=spamfilter\r\n"
         b"A: b\r\n\r\n"
     )
 

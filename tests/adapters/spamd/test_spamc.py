@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from app.adapters.spamd.report import add_headers, symbol_name
+from app.adapters.spamd.report import symbol_name
+from app.domain.rewrite import add_headers
 from tests.adapters.spamd.conftest import Spamc, Spamd, SpamdFactory
 from tests.builders import ham_message, make_message, spam_message
 
