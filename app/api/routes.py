@@ -28,7 +28,7 @@ from app.api.schemas import (
 )
 from app.domain.labels import LABELS
 from app.errors import StorageUnavailable
-from app.service import Classification, SpamFilter, Stats
+from app.service import Classification, MailReport, SpamFilter, Stats
 
 router = APIRouter()
 
@@ -57,7 +57,7 @@ async def classify(
     raw = await read_message(request, settings.server.max_message_bytes)
     result = await run_in_threadpool(service.classify, raw)
     metrics.verdicts.labels(result.verdict.value).inc()
-    return render_classification(result)
+    return render_classification(result, service.mail_report(result))
 
 
 @router.post(
@@ -156,8 +156,8 @@ def check_ready(service: SpamFilter) -> None:
         )
 
 
-def render_classification(result: Classification) -> ClassifyResponse:
-    """The HTTP form of a Classification."""
+def render_classification(result: Classification, mail: MailReport) -> ClassifyResponse:
+    """The HTTP form of a Classification and its mail report."""
     return ClassifyResponse.model_validate(
         {
             "verdict": result.verdict.value,
@@ -169,6 +169,12 @@ def render_classification(result: Classification) -> ClassifyResponse:
             "reason": None if result.reason is None else result.reason.value,
             "tokens": result.tokens,
             "truncated": result.truncated,
+            "mail": {
+                "is_spam": mail.is_spam,
+                "score": mail.score,
+                "required": mail.required,
+                "headers": mail.headers,
+            },
         }
     )
 

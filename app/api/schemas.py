@@ -44,6 +44,17 @@ class ClueResponse(BaseModel):
     weight: float
 
 
+class MailReportResponse(BaseModel):
+    """The verdict as a mail server sees it (the same report spamd, milter and filter use)."""
+
+    is_spam: bool = Field(description="true only for a spam verdict")
+    score: float = Field(description="SpamAssassin scale: the spam cut-off is `required`")
+    required: float = Field(description="the score at the spam cut-off (5.0)")
+    headers: list[tuple[str, str]] = Field(
+        description="X-Spam-* header fields (name, value) to add at the top of the message"
+    )
+
+
 class ClassifyResponse(BaseModel):
     """A verdict and the numbers behind it. Log values are natural logarithms (nats)."""
 
@@ -60,6 +71,20 @@ class ClassifyResponse(BaseModel):
                     "reason": None,
                     "tokens": 17,
                     "truncated": False,
+                    "mail": {
+                        "is_spam": False,
+                        "score": -1.9,
+                        "required": 5.0,
+                        "headers": [
+                            [
+                                "X-Spam-Status",
+                                "No, score=-1.9 required=5.0 tests=subject:lunch(-1.92) "
+                                "version=spamfilter",
+                            ],
+                            ["X-Spam-Level", ""],
+                            ["X-Spam-Verdict", "ham; log-odds=-3.74; probability=0.023100"],
+                        ],
+                    },
                 }
             ]
         }
@@ -75,6 +100,7 @@ class ClassifyResponse(BaseModel):
         description="why the verdict is unsure: not_enough_training or between_thresholds"
     )
     tokens: int = Field(description="token occurrences in the message")
+    mail: MailReportResponse = Field(description="score and X-Spam headers for mail servers")
     truncated: bool = Field(description="only the first part of a large message was read")
 
 

@@ -20,6 +20,7 @@ CLASSIFY_KEYS = {
     "reason",
     "tokens",
     "truncated",
+    "mail",
 }
 
 
@@ -37,6 +38,13 @@ def test_classify_untrained_is_unsure_with_a_reason(client: TestClient) -> None:
     assert len(body["digest"]) == 64
     assert body["tokens"] > 0
     assert body["truncated"] is False
+    assert body["mail"]["is_spam"] is False
+    assert body["mail"]["required"] == 5.0
+    assert [name for name, _ in body["mail"]["headers"]] == [
+        "X-Spam-Status",
+        "X-Spam-Level",
+        "X-Spam-Verdict",
+    ]
 
 
 def test_classify_after_training_gives_verdicts_and_clues(api: Api) -> None:
@@ -46,6 +54,9 @@ def test_classify_after_training_gives_verdicts_and_clues(api: Api) -> None:
     assert (spam["verdict"], spam["reason"]) == ("spam", None)
     assert (ham["verdict"], ham["reason"]) == ("ham", None)
     assert spam["log_odds"] > 0 > ham["log_odds"]
+    assert spam["mail"]["is_spam"] and spam["mail"]["score"] >= 5.0
+    assert ["X-Spam-Flag", "YES"] in spam["mail"]["headers"]
+    assert not ham["mail"]["is_spam"] and ham["mail"]["score"] < 0
     for body in (spam, ham):
         posteriors = body["log_posteriors"]
         assert math.exp(posteriors["ham"]) + math.exp(posteriors["spam"]) == pytest.approx(1.0)

@@ -3,9 +3,8 @@
 It keeps a filter process at the cost of a bare interpreter plus one request (stdlib
 ``http.client`` alone takes ~40 ms to import, ``socket`` ~3 ms): the request is written by
 hand, HTTP/1.1 with ``Connection: close``, and the response read to its end. The X-Spam
-fields are built from the verdict, log-odds, probability and clues with the same domain
-function the service uses (``app.domain.spam_headers``); the score scale needs the spam
-cut-off, read from ``SPAMFILTER_DECISION__SPAM_LOG_ODDS`` as the service reads it.
+fields come ready-made in the answer's ``mail`` report, so the filter applies no threshold of
+its own.
 """
 
 from __future__ import annotations
@@ -18,17 +17,11 @@ from typing import Any
 
 from app.adapters.pipe.report import FilterReport
 from app.domain.decision import Verdict
-from app.domain.naive_bayes import Clue
-from app.domain.spam_headers import SpamReport, spam_headers
 from app.errors import ConfigurationError, InvalidMessage, MessageTooLarge
 
 URL_VARIABLE = "SPAMFILTER_FILTER_URL"
 TIMEOUT_VARIABLE = "SPAMFILTER_FILTER_TIMEOUT"
-SPAM_CUT_VARIABLE = "SPAMFILTER_DECISION__SPAM_LOG_ODDS"
 DEFAULT_TIMEOUT = 5.0
-# Must equal DecisionSettings.spam_log_odds' default (a test checks it): this module may not
-# import app.settings, which costs ~140 ms.
-DEFAULT_SPAM_LOG_ODDS = 10.0
 _MAX_RESPONSE = 1 << 20
 
 
@@ -70,11 +63,6 @@ def daemon_from_environment(environ: Mapping[str, str]) -> Daemon | None:
         raise ConfigurationError(str(error)) from error
 
 
-def spam_cut(environ: Mapping[str, str]) -> float:
-    """The spam cut-off (log-odds, nats) that scales the score, as the service has it."""
-    return _number(environ, SPAM_CUT_VARIABLE, DEFAULT_SPAM_LOG_ODDS)
-
-
 def _number(environ: Mapping[str, str], name: str, default: float) -> float:
     value = environ.get(name, "").strip()
     try:
@@ -83,7 +71,7 @@ def _number(environ: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigurationError(f"{name} is not a number: {value!r}") from error
 
 
-def classify_remotely(daemon: Daemon, raw: bytes, spam_log_odds: float) -> FilterReport:
+def classify_remotely(daemon: Daemon, raw: bytes) -> FilterReport:
     """Ask the service for a verdict on ``raw``.
 
     Raises InvalidMessage (400) or MessageTooLarge (413) when the message is the problem,
@@ -98,15 +86,11 @@ def classify_remotely(daemon: Daemon, raw: bytes, spam_log_odds: float) -> Filte
         raise DaemonUnavailable(f"HTTP {status} from the service")
     try:
         doc = json.loads(body)
-        report = SpamReport(
-            Verdict(doc["verdict"]),
-            float(doc["log_odds"]),
-            float(doc["spam_probability"]),
-            [Clue(str(c["token"]), float(c["weight"])) for c in doc["clues"]],
-        )
+        verdict = Verdict(doc["verdict"]).value
+        headers = [(str(name), str(value)) for name, value in doc["mail"]["headers"]]
     except (ValueError, KeyError, TypeError) as error:
         raise DaemonUnavailable(f"unexpected answer from the service: {error}") from error
-    return FilterReport(report.verdict.value, spam_headers(report, spam_log_odds))
+    return FilterReport(verdict, headers)
 
 
 def _post(daemon: Daemon, path: str, raw: bytes) -> tuple[int, bytes]:

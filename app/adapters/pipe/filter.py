@@ -106,9 +106,8 @@ def classifier(
         daemon = client.daemon_from_environment(environ)
         if daemon is None:
             return direct(raw)
-        cut = client.spam_cut(environ) if settings is None else settings.decision.spam_log_odds
         try:
-            return client.classify_remotely(daemon, raw, cut)
+            return client.classify_remotely(daemon, raw)
         except client.DaemonUnavailable as error:
             errors.write(f"{PROGRAM}: service unavailable ({error}); classifying directly\n")
             return direct(raw)

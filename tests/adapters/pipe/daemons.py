@@ -25,6 +25,15 @@ CLASSIFY_ANSWER = {
     "reason": None,
     "tokens": 20,
     "truncated": False,
+    "mail": {
+        "is_spam": True,
+        "score": 6.2,
+        "required": 5.0,
+        "headers": [
+            ["X-Spam-Flag", "YES"],
+            ["X-Spam-Status", "Yes, score=6.2 required=5.0 tests=subject:prize(+3.25) version=x"],
+        ],
+    },
 }
 
 

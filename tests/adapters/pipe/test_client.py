@@ -11,12 +11,9 @@ import pytest
 from app.adapters.pipe import client
 from app.adapters.pipe.client import Daemon, DaemonUnavailable, classify_remotely, parse_response
 from app.adapters.pipe.filter import classifier, filter_message, service_classifier
-from app.domain.decision import Verdict
-from app.domain.naive_bayes import Clue
-from app.domain.spam_headers import SpamReport, spam_headers
 from app.errors import ConfigurationError, InvalidMessage, MessageTooLarge
 from app.service import SpamFilter
-from app.settings import DecisionSettings, Settings
+from app.settings import Settings
 from tests.adapters.pipe.conftest import RunFilter
 from tests.adapters.pipe.daemons import CLASSIFY_ANSWER, canned, free_port, http_service
 from tests.builders import ham_message, make_message, spam_message
@@ -53,11 +50,6 @@ def test_environment_variables() -> None:
             client.daemon_from_environment(
                 {client.URL_VARIABLE: "http://127.0.0.1:9", client.TIMEOUT_VARIABLE: bad}
             )
-    assert client.spam_cut({client.SPAM_CUT_VARIABLE: "12.5"}) == 12.5
-
-
-def test_the_default_spam_cut_is_the_settings_default() -> None:
-    assert client.spam_cut({}) == DecisionSettings.model_fields["spam_log_odds"].default
 
 
 def test_responses_are_parsed() -> None:
@@ -74,11 +66,10 @@ def test_responses_are_parsed() -> None:
             parse_response(garbage)
 
 
-def test_a_verdict_from_the_service_becomes_the_same_headers() -> None:
+def test_the_service_answer_supplies_the_headers() -> None:
     with canned("200 OK", json.dumps(CLASSIFY_ANSWER).encode()) as daemon:
-        report = classify_remotely(daemon, make_message("Hi", "x\n"), 10.0)
-    clues = [Clue("subject:prize", 3.25), Clue("cash", 2.0)]
-    expected = spam_headers(SpamReport(Verdict.SPAM, 12.5, 0.99995, clues), 10.0)
+        report = classify_remotely(daemon, make_message("Hi", "x\n"))
+    expected = [(name, value) for name, value in CLASSIFY_ANSWER["mail"]["headers"]]  # type: ignore[index]
     assert (report.verdict, report.headers) == ("spam", expected)
 
 
@@ -88,7 +79,7 @@ def test_a_verdict_from_the_service_becomes_the_same_headers() -> None:
 def test_the_message_is_the_problem(status: str, error: type[Exception]) -> None:
     body = b'{"error": "invalid_message", "detail": "not a message"}'
     with canned(status, body) as daemon, pytest.raises(error, match="not a message"):
-        classify_remotely(daemon, b"junk", 10.0)
+        classify_remotely(daemon, b"junk")
 
 
 @pytest.mark.parametrize(
@@ -97,12 +88,13 @@ def test_the_message_is_the_problem(status: str, error: type[Exception]) -> None
         ("503 Service Unavailable", b'{"error": "storage_unavailable"}'),
         ("200 OK", b"not json"),
         ("200 OK", b'{"verdict": "maybe"}'),
+        ("200 OK", b'{"verdict": "spam"}'),
         ("401 Unauthorized", b"{}"),
     ],
 )
 def test_the_service_is_the_problem(status: str, body: bytes) -> None:
     with canned(status, body) as daemon, pytest.raises(DaemonUnavailable):
-        classify_remotely(daemon, make_message("Hi", "x\n"), 10.0)
+        classify_remotely(daemon, make_message("Hi", "x\n"))
 
 
 def test_a_service_that_does_not_answer_falls_back(trained: SpamFilter, settings: Settings) -> None:
