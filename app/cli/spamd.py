@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import click
 
-from app.binding import is_loopback
+from app.binding import check_open_listener
 from app.cli.context import CliState, pass_state
-from app.errors import ConfigurationError
 from app.settings import Settings
 
 
@@ -33,11 +32,11 @@ def check_spamd_bind(host: str, allow_public_bind: bool) -> None:
     The spamd protocol has no authentication: anyone who reaches the port can have mail
     classified and, with TELL enabled, change the model.
     """
-    if allow_public_bind or is_loopback(host):
-        return
-    raise ConfigurationError(
+    check_open_listener(
+        host,
+        allow_public_bind,
         f"refusing to listen on {host}: the spamd protocol has no authentication; "
-        "bind 127.0.0.1, or pass --allow-public-bind and restrict access with a firewall"
+        "bind 127.0.0.1, or pass --allow-public-bind and restrict access with a firewall",
     )
 
 

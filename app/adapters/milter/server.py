@@ -31,7 +31,7 @@ from typing import Literal
 from app.adapters.milter.protocol import FrameDecoder, OptionNegotiation, ProtocolError
 from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, Session
-from app.binding import is_loopback
+from app.binding import check_open_listener
 from app.bootstrap import build_service, migrate_database
 from app.errors import ConfigurationError, InvalidMessage, SpamFilterError
 from app.service import MailReport, SpamFilter
@@ -86,11 +86,13 @@ def check_bind(endpoint: Endpoint, allow_public_bind: bool) -> None:
     The milter protocol has no authentication: anyone who reaches the port can have mail
     scored, so it listens on loopback (or a unix socket) unless told otherwise.
     """
-    if endpoint.kind == "unix" or allow_public_bind or is_loopback(endpoint.host):
+    if endpoint.kind == "unix":
         return
-    raise ConfigurationError(
+    check_open_listener(
+        endpoint.host,
+        allow_public_bind,
         f"refusing to listen on {endpoint.describe()}: the milter protocol has no "
-        "authentication; bind a loopback address or a unix socket, or pass --allow-public-bind"
+        "authentication; bind a loopback address or a unix socket, or pass --allow-public-bind",
     )
 
 
