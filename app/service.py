@@ -11,7 +11,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
@@ -57,19 +57,31 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Analysed:
-    """A message reduced to what the model needs: digest and token counts."""
+    """A message reduced to what the model needs: digest, token counts and token ids.
+
+    The ids are hashed once here; classify, learn (which classifies too under thick
+    training) and an eval's classify-then-learn all reuse them.
+    """
 
     digest: str
     tokens: Counter[str]
     truncated: bool
+    ids: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", {token: token_id(token) for token in self.tokens})
 
     def bag(self) -> dict[int, int]:
         """Token id -> occurrences in this message."""
         bag: dict[int, int] = {}
         for token, count in self.tokens.items():
-            tid = token_id(token)
+            tid = self.ids[token]
             bag[tid] = bag.get(tid, 0) + count
         return bag
+
+    def names(self) -> dict[int, str]:
+        """Token id -> token text."""
+        return {tid: token for token, tid in self.ids.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +287,7 @@ class SpamFilter:
         learned = {label: totals.labels.get(label, _EMPTY).messages for label in LABELS}
         if not all(learned.values()):
             return None, learned
-        names = {token_id(t): t for t in analysed.tokens}
+        names = analysed.names()
         counts = tx.counts(scope, list(names))
         return self._score(tx, scope, analysed, names, counts, totals), learned
 
