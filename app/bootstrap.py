@@ -25,6 +25,6 @@ def migrate_database(settings: Settings) -> str:
     engine = make_engine(settings.database_url)
     try:
         upgrade(engine)
-        return head_revision(engine)
+        return head_revision()
     finally:
         engine.dispose()

@@ -49,7 +49,7 @@ def test_upgrade_downgrade_upgrade_round_trip(engine: sa.Engine) -> None:
 
     upgrade(engine)
     assert table_names(engine) == set(metadata.tables) | {VERSION_TABLE}
-    assert store.schema_revision() == head_revision(engine)
+    assert store.schema_revision() == head_revision()
     assert store.is_migrated()
 
     downgrade(engine, "base")
@@ -73,7 +73,7 @@ def test_upgrade_is_idempotent(engine: sa.Engine) -> None:
 def test_every_revision_steps_down_and_up_again(engine: sa.Engine) -> None:
     revisions = revisions_oldest_first(engine)
     assert revisions, "no migration revisions"
-    assert revisions[-1] == head_revision(engine)
+    assert revisions[-1] == head_revision()
     for revision in revisions:
         upgrade(engine, revision)
         before = table_names(engine)

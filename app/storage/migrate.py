@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
@@ -16,11 +17,12 @@ from app.storage.failures import translate
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def alembic_config(engine: Engine) -> Config:
-    """An Alembic config that runs on ``engine`` (env.py uses the passed connection)."""
+def alembic_config(engine: Engine | None = None) -> Config:
+    """An Alembic config for the shipped migrations; env.py runs them on ``engine``."""
     config = Config(str(ROOT / "alembic.ini"))
     config.set_main_option("script_location", str(ROOT / "migrations"))
-    config.attributes["engine"] = engine
+    if engine is not None:
+        config.attributes["engine"] = engine
     return config
 
 
@@ -37,9 +39,11 @@ def downgrade(engine: Engine, revision: str) -> None:
     command.downgrade(alembic_config(engine), revision)
 
 
-def head_revision(engine: Engine) -> str:
-    """The newest revision the migrations folder defines."""
-    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+@functools.cache
+def head_revision() -> str:
+    """The newest revision the migrations folder defines (read once: it ships with the code,
+    and readiness probes ask for it on every call)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:  # pragma: no cover - the project always ships a revision
         raise RuntimeError("no migration revisions found")
     return head

@@ -98,7 +98,7 @@ class Store:
         # which builds a service per message, never needs it.
         from app.storage.migrate import head_revision
 
-        return self.schema_revision() == head_revision(self._engine)
+        return self.schema_revision() == head_revision()
 
     def dispose(self) -> None:
         """Close every pooled connection."""
