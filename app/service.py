@@ -35,7 +35,7 @@ from app.domain.spam_headers import (
     spam_score,
 )
 from app.domain.token_ids import token_id
-from app.domain.tokenizer import TokenizerOptions, tokenize
+from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.errors import InvalidLabel, InvalidMessage, MessageTooLarge, StorageConflict
 from app.settings import Settings
 from app.storage.store import LabelStats, ModelTotals, Store, TokenStats, Transaction
@@ -347,7 +347,8 @@ class SpamFilter:
             for lb in LABELS
         }
         top = model.top_tokens or None
-        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha, top)
+        kind = token_kind if model.top_per_kind else None
+        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha, top, kind)
 
     def _classification(
         self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]

@@ -19,7 +19,7 @@ Tokens outside the vocabulary V carry no evidence and are ignored by both.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 NEG_INF = float("-inf")
@@ -111,12 +111,14 @@ def multinomial(
     vocabulary: int,
     alpha: float,
     top: int | None = None,
+    group: Callable[[str], str] | None = None,
 ) -> Scored:
     """Score a message under the multinomial model.
 
     ``vocabulary`` is |V|, the number of distinct tokens with a non-zero learned count.
     Contributions are ``in_message · log P(t|c)`` per token and label. With ``top`` only the
-    ``top`` most decisive tokens score (see ``most_decisive``); None scores every token.
+    ``top`` most decisive tokens score (see ``most_decisive``), or the ``top`` most decisive
+    of each group when ``group`` names a token's group; None scores every token.
     """
     contributions: dict[str, dict[str, float]] = {}
     for item in evidence:
@@ -126,7 +128,7 @@ def multinomial(
             for label, t in totals.items()
         }
     if top is not None:
-        contributions = most_decisive(contributions, top)
+        contributions = most_decisive(contributions, top, group)
     log_joint = log_priors({label: t.messages for label, t in totals.items()})
     for per_label in contributions.values():
         for label, value in per_label.items():
@@ -135,7 +137,9 @@ def multinomial(
 
 
 def most_decisive(
-    contributions: Mapping[str, Mapping[str, float]], top: int
+    contributions: Mapping[str, Mapping[str, float]],
+    top: int,
+    group: Callable[[str], str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The ``top`` tokens whose contributions differ most between labels (max - min).
 
@@ -143,14 +147,25 @@ def most_decisive(
     A token that scores about the same under every label says nothing about the class, so
     dropping it changes little, while capping the count keeps a long message from
     outweighing a short one by length alone (Graham's 15, SpamAssassin's 150 tokens).
+
+    With ``group``, the budget applies to each group on its own (``group(token)`` names the
+    group): the ``top`` most decisive tokens of every group score, so that one kind of
+    evidence (say, a dozen correlated relay tokens) cannot crowd out another.
     """
 
     def spread(item: tuple[str, Mapping[str, float]]) -> tuple[float, str]:
         values = item[1].values()
         return (-(max(values) - min(values)), item[0])
 
-    chosen = sorted(contributions.items(), key=spread)[: max(top, 0)]
-    return {token: dict(per_label) for token, per_label in chosen}
+    budget = max(top, 0)
+    taken: dict[str, int] = {}
+    chosen: dict[str, dict[str, float]] = {}
+    for token, per_label in sorted(contributions.items(), key=spread):
+        key = "" if group is None else group(token)
+        if taken.get(key, 0) < budget:
+            taken[key] = taken.get(key, 0) + 1
+            chosen[token] = dict(per_label)
+    return chosen
 
 
 def bernoulli(

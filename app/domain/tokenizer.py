@@ -59,6 +59,14 @@ def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
     return counts
 
 
+def token_kind(token: str) -> str:
+    """``"word"`` for a bare body word, ``"field"`` for a namespaced token (``subject:``,
+    ``received:``, ``url:``, ``mime:``, ``skip:`` …): the two kinds of evidence whose most
+    decisive tokens are chosen separately, so that a dozen correlated relay and sender tokens
+    cannot crowd the body's words out of the score."""
+    return "field" if ":" in token else "word"
+
+
 def fold_long(token: str, limit: int) -> str:
     """``token``, or ``<namespace>skip:<length bucket>`` when it is longer than ``limit``.
 

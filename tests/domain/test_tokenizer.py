@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.message import parse
-from app.domain.tokenizer import TokenizerOptions, tokenize
+from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from tests.domain.builders import DATA_DIR, SCAN_LIMIT, eml_files, message, tokens_of
 
 UPDATE_GOLDEN = os.environ.get("SPAMFILTER_UPDATE_GOLDEN") == "1"
@@ -256,3 +256,14 @@ def test_min_token_length_drops_short_words() -> None:
     )
     assert "ant" not in longer
     assert "ants" in longer
+
+
+def test_every_token_is_a_body_word_or_a_namespaced_field() -> None:
+    tokens = tokenize(parse(read("multipart_html.eml"), SCAN_LIMIT), TokenizerOptions())
+    kinds = {token: token_kind(token) for token in tokens}
+    assert set(kinds.values()) == {"word", "field"}
+    for token, kind in kinds.items():
+        assert (kind == "field") == (":" in token), token
+    assert token_kind("viagra") == "word"
+    assert token_kind("subject:viagra") == "field"
+    assert token_kind("skip:x:50") == "field"

@@ -43,3 +43,36 @@ def test_top_zero_leaves_only_the_prior() -> None:
 def test_ties_break_on_the_token_text() -> None:
     contributions = {"b": {"ham": 0.0, "spam": 1.0}, "a": {"ham": 1.0, "spam": 0.0}}
     assert list(nb.most_decisive(contributions, 1)) == ["a"]
+
+
+def test_a_group_budget_applies_to_each_group_on_its_own() -> None:
+    # Three strong header tokens and two weaker words: one budget of 2 would take two
+    # header tokens; a budget of 2 per group takes the best two of each kind.
+    items = [
+        evidence("received:a", 0, 40),
+        evidence("received:b", 0, 35),
+        evidence("received:c", 0, 30),
+        evidence("cheap", 1, 9),
+        evidence("meeting", 6, 1),
+        evidence("the", 5, 5),
+    ]
+
+    def kind(token: str) -> str:
+        return "field" if ":" in token else "word"
+
+    single = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2)
+    grouped = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2, group=kind)
+
+    assert set(single.contributions) == {"received:a", "received:b"}
+    assert set(grouped.contributions) == {"received:a", "received:b", "cheap", "meeting"}
+    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0)
+    dropped = ("received:c", "the")
+    for label in ("ham", "spam"):
+        expected = full.log_joint[label] - math.fsum(full.contributions[t][label] for t in dropped)
+        assert math.isclose(grouped.log_joint[label], expected)
+
+
+def test_a_group_smaller_than_its_budget_keeps_every_token() -> None:
+    items = [evidence("subject:hi", 0, 3), evidence("a", 1, 2), evidence("b", 3, 0)]
+    grouped = nb.multinomial(items, TOTALS, 5, 1.0, top=2, group=lambda t: t[:1])
+    assert set(grouped.contributions) == {"subject:hi", "a", "b"}

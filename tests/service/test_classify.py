@@ -108,3 +108,21 @@ def test_forgetting_all_training_returns_to_the_guard_rail(service: SpamFilter) 
     for raw, _ in messages:
         service.forget(raw)
     assert_untrained(service.classify(SPAMMY))
+
+
+@pytest.mark.parametrize(("per_kind", "expected_kinds"), [(True, 2), (False, 1)])
+def test_the_top_tokens_budget_applies_per_kind_when_asked(
+    make_service: MakeService, make_settings: MakeSettings, per_kind: bool, expected_kinds: int
+) -> None:
+    """With top_tokens=1 per kind, the best body word and the best header token score;
+    with one budget, only the single most decisive token of either kind does."""
+    service = make_service(
+        make_settings(model={"top_tokens": 1, "top_per_kind": per_kind, "clues": 10})
+    )
+    train(service, 12)
+
+    result = service.classify(SPAMMY)
+
+    kinds = {":" in clue.token for clue in result.clues}
+    assert len(result.clues) == expected_kinds
+    assert len(kinds) == expected_kinds
