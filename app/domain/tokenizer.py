@@ -89,7 +89,9 @@ def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
         else:
             text = part.text
         yield from url_tokens(_URL.findall(text))
-        yield from words(text, options)
+        # A URL is evidence once, as url: tokens; left in the text it would also split into
+        # body words (its host, "mailman", "listinfo") that say the same thing again.
+        yield from words(_URL.sub(" ", text), options)
 
 
 def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:

@@ -267,3 +267,13 @@ def test_every_token_is_a_body_word_or_a_namespaced_field() -> None:
     assert token_kind("viagra") == "word"
     assert token_kind("subject:viagra") == "field"
     assert token_kind("skip:x:50") == "field"
+
+
+def test_a_url_in_the_text_counts_as_url_tokens_not_as_body_words() -> None:
+    raw = message(
+        "Unsubscribe at http://lists.example.org/mailman/listinfo/talk today\n", subject="hi"
+    )
+    tokens = tokens_of(raw)
+    assert {"url:host:lists.example.org", "url:path:mailman", "url:path:listinfo"} <= set(tokens)
+    assert {"unsubscribe", "at", "today"} <= set(tokens)
+    assert not {"http", "lists.example.org", "mailman", "listinfo", "talk"} & set(tokens)
