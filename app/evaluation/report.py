@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from app.evaluation.metrics import HAM, SPAM
 from app.evaluation.runner import CV, RunResult, Summary
 from app.settings import Settings
 
@@ -28,6 +29,7 @@ COLUMNS: tuple[tuple[str, int, str, str], ...] = (
     ("1-ROCA%", 8, "metrics", "roca_1_pct"),
     ("hm%", 6, "metrics", "hm_pct"),
     ("sm%", 6, "metrics", "sm_pct"),
+    ("s>ham%", 6, "metrics", "spam_judged_ham_pct"),
     ("sm%@hm.1", 8, "metrics", "sm_at_hm01_pct"),
     ("lam%", 6, "metrics", "lam_pct"),
     ("unsure%", 7, "metrics", "unsure_pct"),
@@ -118,6 +120,11 @@ def metrics_block(summary: Summary) -> dict[str, Any]:
         "unsure_pct": summary.unsure_pct,
         "unsure": summary.unsure,
         "unsure_reasons": summary.unsure_reasons,
+        # The three-way view: sm% counts unsure spam as missed; these keep the parts apart.
+        "spam_judged_ham_pct": summary.verdict_pct(SPAM, "ham"),
+        "spam_unsure_pct": summary.verdict_pct(SPAM, "unsure"),
+        "ham_unsure_pct": summary.verdict_pct(HAM, "unsure"),
+        "verdicts": summary.verdicts,
         "roca_1_pct_probability_scale": summary.roca_1_pct_probability_scale,
         "ties_at_probability_1": summary.ties_at_probability_1,
     }
@@ -175,9 +182,26 @@ def table(doc: dict[str, Any]) -> str:
         *settings_lines(doc),
         f"database   {doc['database']}; failures {doc['failures']}; wall {doc['wall_s']} s",
         f"unsure     {_reasons(doc['metrics']['unsure_reasons'])}",
+        *three_way_line(doc["metrics"]),
         f"learning   {_reasons(doc['learn_outcomes'])} (learn calls by outcome)",
     ]
     return "\n".join(lines)
+
+
+def three_way_line(metrics: dict[str, Any]) -> list[str]:
+    """Each label's share of ham / unsure / spam verdicts (none for an older result file)."""
+    verdicts = metrics.get("verdicts")
+    if not verdicts:
+        return []
+
+    def shares(label: str) -> str:
+        counts = verdicts.get(label, {})
+        n = sum(counts.values()) or 1
+        return ", ".join(
+            f"{v} {100.0 * counts.get(v, 0) / n:.2f}%" for v in ("ham", "unsure", "spam")
+        )
+
+    return [f"three-way  ham messages: {shares(HAM)}; spam messages: {shares(SPAM)}"]
 
 
 def title(doc: dict[str, Any], seeds: str | None = None) -> str:

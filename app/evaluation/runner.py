@@ -113,12 +113,19 @@ class Summary:
     unsure_reasons: dict[str, int]
     roca_1_pct_probability_scale: float
     ties_at_probability_1: int
+    verdicts: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def unsure_pct(self) -> float:
         """Share of messages whose verdict was unsure, in percent."""
         n = self.metrics.n
         return 100.0 * self.unsure / n if n else math.nan
+
+    def verdict_pct(self, label: str, verdict: str) -> float:
+        """Share of the ``label`` messages that got ``verdict``, in percent (NaN if none)."""
+        per_verdict = self.verdicts.get(label, {})
+        n = sum(per_verdict.values())
+        return 100.0 * per_verdict.get(verdict, 0) / n if n else math.nan
 
 
 @dataclass(slots=True)
@@ -308,12 +315,16 @@ def summarise(result: RunResult, spam_threshold: float = 0.0) -> Summary:
     unsure = [row for row in result.rows if row.verdict == UNSURE_VERDICT]
     reasons = Counter(row.error or row.reason or "unknown" for row in unsure)
     spam_p, ham_p = split_by_label(labels, [row.spam_probability for row in result.rows])
+    verdicts: dict[str, Counter[str]] = {}
+    for row in result.rows:
+        verdicts.setdefault(row.item.label, Counter())[row.verdict] += 1
     return Summary(
         metrics=metrics,
         unsure=len(unsure),
         unsure_reasons=dict(sorted(reasons.items())),
         roca_1_pct_probability_scale=roc_area_above_pct(spam_p, ham_p),
         ties_at_probability_1=sum(1 for row in result.rows if row.spam_probability == 1.0),
+        verdicts={label: dict(sorted(c.items())) for label, c in verdicts.items()},
     )
 
 

@@ -16,7 +16,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_KEYS = {
     "n", "n_spam", "n_ham", "roca_1_pct", "hm_pct", "sm_pct", "sm_at_hm01_pct", "lam_pct",
     "lam_smoothed", "unsure_pct", "unsure", "unsure_reasons", "roca_1_pct_probability_scale",
-    "ties_at_probability_1",
+    "ties_at_probability_1", "spam_judged_ham_pct", "spam_unsure_pct", "ham_unsure_pct",
+    "verdicts",
 }  # fmt: skip
 TIMING_KEYS = {
     "classify_s", "classify_ms_per_msg", "train_s", "train_ms_per_msg", "n_classified",
@@ -59,6 +60,11 @@ def test_online_json_scores_and_plot(
     assert metrics["roca_1_pct"] < 20
     assert 0 <= metrics["unsure_pct"] <= 100 and metrics["unsure"] > 0  # no verdict untrained
     assert metrics["unsure_reasons"].get("not_enough_training", 0) > 0
+    verdicts = metrics["verdicts"]
+    assert sum(verdicts["ham"].values()) == 30 and sum(verdicts["spam"].values()) == 30
+    assert metrics["spam_judged_ham_pct"] == pytest.approx(
+        100 * verdicts["spam"].get("ham", 0) / 30
+    )
     assert doc["timing"]["n_classified"] == doc["timing"]["n_trained"] == 60
     assert doc["timing"]["classify_ms_per_msg"] > 0 and doc["timing"]["train_ms_per_msg"] > 0
     assert doc["failures"] == 0 and doc["db_bytes"] > 0

@@ -15,6 +15,7 @@ import pytest
 from app.domain.decision import Verdict
 from app.errors import ConfigurationError, InvalidMessage
 from app.evaluation.corpus import CorpusItem, load_corpus
+from app.evaluation.report import metrics_block, three_way_line
 from app.evaluation.runner import (
     Model,
     ModelFactory,
@@ -182,6 +183,35 @@ def test_summary_judges_spam_by_verdict_and_counts_unsure() -> None:
     assert metrics.roca_1_pct == pytest.approx(100 * 1 / 6)  # only ham 2.0 > spam 0.0
     assert summary.unsure == 3 and summary.unsure_pct == 60.0
     assert summary.unsure_reasons == {"between_thresholds": 2, "not_enough_training": 1}
+
+
+def test_summary_keeps_the_three_verdicts_of_each_label_apart() -> None:
+    rows = [
+        _row(0, "spam", -3.0, "ham", None),
+        _row(1, "spam", 5.0, "unsure", "between_thresholds"),
+        _row(2, "spam", 50.0, "spam", None),
+        _row(3, "spam", 60.0, "spam", None),
+        _row(4, "ham", -40.0, "ham", None),
+        _row(5, "ham", 2.0, "unsure", "between_thresholds"),
+    ]
+    result = RunResult("online", None, rows, 0.005, 0.005, 6, 6, 0, None, 0.01)
+    summary = summarise(result)
+
+    assert summary.verdicts == {
+        "spam": {"ham": 1, "spam": 2, "unsure": 1},
+        "ham": {"ham": 1, "unsure": 1},
+    }
+    assert summary.metrics.sm_pct == 50.0  # unsure spam counts as missed
+    assert summary.verdict_pct("spam", "ham") == 25.0  # spam judged ham
+    assert summary.verdict_pct("spam", "unsure") == 25.0
+    assert summary.verdict_pct("ham", "unsure") == 50.0
+    assert summary.verdict_pct("ham", "spam") == 0.0
+    block = metrics_block(summary)
+    assert block["spam_judged_ham_pct"] == 25.0 and block["ham_unsure_pct"] == 50.0
+    assert three_way_line(block) == [
+        "three-way  ham messages: ham 50.00%, unsure 50.00%, spam 0.00%; "
+        "spam messages: ham 25.00%, unsure 25.00%, spam 50.00%"
+    ]
 
 
 def test_an_unknown_protocol_is_refused(items: list[CorpusItem], models: ModelFactory) -> None:
