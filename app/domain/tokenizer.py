@@ -88,10 +88,11 @@ def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
             text = html_to_text(part.text)
         else:
             text = part.text
-        yield from url_tokens(_URL.findall(text))
+        urls = _URL.findall(text)
+        yield from url_tokens(urls)
         # A URL is evidence once, as url: tokens; left in the text it would also split into
         # body words (its host, "mailman", "listinfo") that say the same thing again.
-        yield from words(_URL.sub(" ", text), options)
+        yield from words(_URL.sub(" ", text) if urls else text, options)
 
 
 def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:
