@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation.metrics import HAM, SPAM
-from app.evaluation.runner import CV, RunResult, Summary
+from app.evaluation.runner import CV, RunResult, Summary, verdict_share_pct
 from app.settings import Settings
 
 FILTER_NAME = "spamfilter"
@@ -196,9 +196,8 @@ def three_way_line(metrics: dict[str, Any]) -> list[str]:
 
     def shares(label: str) -> str:
         counts = verdicts.get(label, {})
-        n = sum(counts.values()) or 1
         return ", ".join(
-            f"{v} {100.0 * counts.get(v, 0) / n:.2f}%" for v in ("ham", "unsure", "spam")
+            f"{v} {verdict_share_pct(counts, v):.2f}%" for v in ("ham", "unsure", "spam")
         )
 
     return [f"three-way  ham messages: {shares(HAM)}; spam messages: {shares(SPAM)}"]

@@ -27,7 +27,7 @@ import math
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,9 +123,13 @@ class Summary:
 
     def verdict_pct(self, label: str, verdict: str) -> float:
         """Share of the ``label`` messages that got ``verdict``, in percent (NaN if none)."""
-        per_verdict = self.verdicts.get(label, {})
-        n = sum(per_verdict.values())
-        return 100.0 * per_verdict.get(verdict, 0) / n if n else math.nan
+        return verdict_share_pct(self.verdicts.get(label, {}), verdict)
+
+
+def verdict_share_pct(per_verdict: Mapping[str, int], verdict: str) -> float:
+    """``verdict``'s share of the counts in ``per_verdict``, in percent (NaN when empty)."""
+    n = sum(per_verdict.values())
+    return 100.0 * per_verdict.get(verdict, 0) / n if n else math.nan
 
 
 @dataclass(slots=True)
