@@ -38,6 +38,12 @@ _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
 _URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+")
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
 _HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
+# Scripts written without spaces between words: kana, CJK ideographs (with extension A, the
+# compatibility block and the supplementary planes), Hangul syllables, half-width katakana.
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0002fa1f]+"
+)
 # Room for a namespace such as "return-path:domain:" on top of the word-length cap.
 _NAMESPACE_ALLOWANCE = 40
 _HEADERS_AS_WORDS = ("x-mailer", "user-agent", "content-transfer-encoding")
@@ -96,7 +102,18 @@ def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
 
 
 def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:
-    """Lower-cased words of ``text``, long ones folded to ``skip:`` tokens."""
+    """Lower-cased words of ``text``, long ones folded to ``skip:`` tokens.
+
+    Chinese, Japanese and Korean text has no spaces to split on: each run of those scripts gives
+    its overlapping character pairs instead, the usual indexing unit for CJK text; taken whole, a
+    run is a phrase or a sentence that never recurs. The pairs obey the same length limits as
+    words, so a lone character between punctuation is dropped like a one-letter word.
+    """
+    if _CJK_RUN.search(text):
+        for pair in cjk_bigrams(text):
+            if options.min_token_length <= len(pair) <= options.max_token_length:
+                yield prefix + pair
+        text = _CJK_RUN.sub(" ", text)
     for match in _WORD.finditer(text.lower()):
         word = match.group()
         if len(word) < options.min_token_length:
@@ -105,6 +122,16 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[st
             yield f"{prefix}skip:{word[0]}:{len(word) // 10 * 10}"
         else:
             yield prefix + word
+
+
+def cjk_bigrams(text: str) -> Iterator[str]:
+    """Overlapping character pairs of each CJK run in ``text`` (a one-character run: itself)."""
+    for match in _CJK_RUN.finditer(text):
+        run = match.group()
+        if len(run) == 1:
+            yield run
+        for i in range(len(run) - 1):
+            yield run[i : i + 2]
 
 
 def header_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:

@@ -21,6 +21,7 @@ import pytest
 
 from app.domain.message import parse
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
+from app.domain.tokenizer import words as split_words
 from tests.domain.builders import DATA_DIR, SCAN_LIMIT, eml_files, message, tokens_of
 
 UPDATE_GOLDEN = os.environ.get("SPAMFILTER_UPDATE_GOLDEN") == "1"
@@ -151,7 +152,7 @@ def test_quoted_printable_body_is_decoded() -> None:
     [
         ("iso_8859_1.eml", {"grüße", "münchen", "straße"}),
         ("koi8_r.eml", {"привет", "поезд", "subject:расписание"}),
-        ("gb2312.eml", {"bookshop", "subject:新书通知"}),
+        ("gb2312.eml", {"bookshop", "subject:新书", "subject:通知", "您好", "到货"}),
         ("unknown_charset.eml", {"café", "naïve", "marmalade"}),
     ],
 )
@@ -277,3 +278,60 @@ def test_a_url_in_the_text_counts_as_url_tokens_not_as_body_words() -> None:
     assert {"url:host:lists.example.org", "url:path:mailman", "url:path:listinfo"} <= set(tokens)
     assert {"unsubscribe", "at", "today"} <= set(tokens)
     assert not {"http", "lists.example.org", "mailman", "listinfo", "talk"} & set(tokens)
+
+
+def test_cjk_text_becomes_overlapping_character_pairs() -> None:
+    text = "本周新书已经到货，您好！"
+    assert list(split_words(text, TokenizerOptions())) == [
+        "本周",
+        "周新",
+        "新书",
+        "书已",
+        "已经",
+        "经到",
+        "到货",
+        "您好",
+    ]
+
+
+def test_cjk_pairs_sit_beside_the_latin_words_of_the_same_text() -> None:
+    # A lone character ("中") is dropped like a one-letter word: shorter than min_token_length.
+    tokens = list(
+        split_words("Order 日本語のテスト now, 한국어 단어 and 中 alone", TokenizerOptions())
+    )
+    assert tokens == [
+        "日本",
+        "本語",
+        "語の",
+        "のテ",
+        "テス",
+        "スト",
+        "한국",
+        "국어",
+        "단어",
+        "order",
+        "now",
+        "and",
+        "alone",
+    ]
+    assert {token_kind(token) for token in tokens} == {"word"}
+
+
+def test_cjk_subject_pairs_keep_the_subject_prefix() -> None:
+    assert list(split_words("免费发票", TokenizerOptions(), "subject:")) == [
+        "subject:免费",
+        "subject:费发",
+        "subject:发票",
+    ]
+
+
+def test_a_long_cjk_run_is_never_one_skip_token() -> None:
+    run = "这是一个很长的句子没有任何空格" * 5
+    tokens = list(split_words(run, TokenizerOptions()))
+    assert len(tokens) == len(run) - 1
+    assert not [t for t in tokens if "skip:" in t]
+
+
+def test_cjk_characters_obey_the_length_limits() -> None:
+    assert list(split_words("中 文字", TokenizerOptions(min_token_length=1))) == ["中", "文字"]
+    assert list(split_words("中 文字", TokenizerOptions(min_token_length=3))) == []
