@@ -109,8 +109,9 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[st
     run is a phrase or a sentence that never recurs. The pairs obey the same length limits as
     words, so a lone character between punctuation is dropped like a one-letter word.
     """
-    if _CJK_RUN.search(text):
-        for pair in cjk_bigrams(text):
+    runs = _CJK_RUN.findall(text)
+    if runs:
+        for pair in cjk_bigrams(runs):
             if options.min_token_length <= len(pair) <= options.max_token_length:
                 yield prefix + pair
         text = _CJK_RUN.sub(" ", text)
@@ -124,10 +125,9 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[st
             yield prefix + word
 
 
-def cjk_bigrams(text: str) -> Iterator[str]:
-    """Overlapping character pairs of each CJK run in ``text`` (a one-character run: itself)."""
-    for match in _CJK_RUN.finditer(text):
-        run = match.group()
+def cjk_bigrams(runs: Iterable[str]) -> Iterator[str]:
+    """Overlapping character pairs of each run (a one-character run: itself)."""
+    for run in runs:
         if len(run) == 1:
             yield run
         for i in range(len(run) - 1):
