@@ -17,8 +17,6 @@ import click
 
 from app.cli.context import CliState, pass_state
 
-EXIT_ERROR = 3
-
 
 @click.command("filter")
 @click.option(
@@ -35,13 +33,9 @@ def filter_command(state: CliState, exit_zero: bool) -> None:
     after them; on any error it is written unchanged. With SPAMFILTER_FILTER_URL set to
     http://HOST:PORT the running HTTP service classifies it.
     """
-    from app.adapters.pipe.filter import classifier, filter_message
+    from app.adapters.pipe.filter import classifier
+    from app.adapters.pipe.main import run
 
-    raw = sys.stdin.buffer.read()
     classify = classifier(os.environ, sys.stderr, state.settings)
-    filtered = filter_message(raw, classify, sys.stderr)
-    stdout = sys.stdout.buffer
-    stdout.write(filtered.output)
-    stdout.flush()
-    code = int(filtered.code)
-    raise click.exceptions.Exit(0 if exit_zero and code != EXIT_ERROR else code)
+    code = run(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, exit_zero, classify)
+    raise click.exceptions.Exit(code)

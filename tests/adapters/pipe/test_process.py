@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.service import SpamFilter
-from tests.adapters.pipe.conftest import RunFilter
+from tests.adapters.pipe.conftest import FILTER, RunFilter, clean_environment
 from tests.adapters.pipe.daemons import CLASSIFY_ANSWER, canned
 from tests.adapters.pipe.roundtrip import check_round_trip
 from tests.builders import ham_message, make_message, spam_message
@@ -72,6 +75,22 @@ def test_the_cli_subcommand_behaves_the_same(trained: SpamFilter, run_filter: Ru
     thin, cli = run_filter(raw), run_filter(raw, command=CLI_FILTER)
     assert (cli.returncode, cli.stdout, cli.stderr) == (thin.returncode, thin.stdout, b"")
     assert run_filter(b"junk\n", "-e", command=CLI_FILTER).returncode == 3
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [FILTER, CLI_FILTER], ids=["spamfilter-filter", "cli"])
+def test_an_unwritable_stdout_exits_3_not_ham(
+    trained: SpamFilter, database_url: str, command: tuple[str, ...]
+) -> None:
+    """Exit 1 means ham to a mail server; a message that could not be written is an error."""
+    raw = ham_message(random.Random(61), 600)
+    variables = clean_environment({"SPAMFILTER_DATABASE_URL": database_url})
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(
+            command, input=raw, stdout=full, stderr=subprocess.PIPE, env=variables, timeout=60
+        )
+    assert result.returncode == 3
+    assert b"cannot write the message" in result.stderr
 
 
 def test_the_direct_path_imports_no_web_or_cli_stack(
