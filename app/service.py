@@ -38,7 +38,7 @@ from app.domain.token_ids import token_id
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.errors import InvalidLabel, InvalidMessage, MessageTooLarge, StorageConflict
 from app.settings import Settings
-from app.storage.store import LabelStats, ModelTotals, Store, TokenStats, Transaction
+from app.storage.store import ModelTotals, Store, TokenStats, Transaction
 
 T = TypeVar("T")
 _RETRIES = 5
@@ -272,8 +272,8 @@ class SpamFilter:
             totals = tx.totals(scope)
         labels = {
             label: LabelSummary(
-                totals.labels.get(label, _EMPTY).messages,
-                totals.labels.get(label, _EMPTY).occurrences,
+                totals.of(label).messages,
+                totals.of(label).occurrences,
             )
             for label in LABELS
         }
@@ -284,7 +284,7 @@ class SpamFilter:
     ) -> tuple[nb.Scored | None, dict[str, int]]:
         """The model's scores for ``analysed`` (None until every label has a message)."""
         totals = tx.totals(scope)
-        learned = {label: totals.labels.get(label, _EMPTY).messages for label in LABELS}
+        learned = {label: totals.of(label).messages for label in LABELS}
         if not all(learned.values()):
             return None, learned
         names = analysed.names()
@@ -373,9 +373,6 @@ class SpamFilter:
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,
         )
-
-
-_EMPTY = LabelStats()
 
 
 def _label(value: str) -> Label:

@@ -45,6 +45,13 @@ class ModelTotals:
     labels: dict[str, LabelStats]
     vocabulary: int
 
+    def of(self, label: str) -> LabelStats:
+        """The totals of ``label``: zeros for a label that has learned nothing."""
+        return self.labels.get(label, _NOTHING)
+
+
+_NOTHING = LabelStats()
+
 
 @dataclass(frozen=True, slots=True)
 class LearnedRecord:
@@ -161,15 +168,20 @@ class Transaction:
             yield current
 
     def totals(self, scope: str) -> ModelTotals:
-        """Per-label totals and vocabulary size of a scope (zeros for a new scope)."""
+        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query.
+
+        A scope has a vocabulary only once it has learned a message, and so label rows.
+        """
+        vocabulary = (
+            select(model_scope.c.vocabulary).where(model_scope.c.scope == scope).scalar_subquery()
+        )
+        rows = self._conn.execute(
+            select(label_total, vocabulary.label("vocabulary")).where(label_total.c.scope == scope)
+        ).all()
         labels = {
-            row.label: LabelStats(row.messages, row.occurrences, row.token_messages)
-            for row in self._conn.execute(select(label_total).where(label_total.c.scope == scope))
+            row.label: LabelStats(row.messages, row.occurrences, row.token_messages) for row in rows
         }
-        vocabulary = self._conn.execute(
-            select(model_scope.c.vocabulary).where(model_scope.c.scope == scope)
-        ).scalar()
-        return ModelTotals(labels, int(vocabulary or 0))
+        return ModelTotals(labels, int(rows[0].vocabulary or 0) if rows else 0)
 
     def learned(self, scope: str, digest: str) -> LearnedRecord | None:
         """The learned-message record, locked for update where the database supports it."""
@@ -219,10 +231,11 @@ class Transaction:
         """
         ids = sorted(bag)
         dialect.increment(self._conn, token_count, _count_rows(scope, label, bag, ids))
-        self._bump_totals(scope, label, 1, sum(bag.values()), len(bag))
+        self._bump_totals(scope, label, bag, grow=True)
         if vocabulary:
             rows = [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids]
-            self._bump_vocabulary(scope, dialect.increment_returning_new(self._conn, token, rows))
+            new = dialect.increment_returning_new(self._conn, token, rows)
+            self._bump_vocabulary(scope, new, grow=True)
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (counts clamp at zero).
@@ -240,7 +253,7 @@ class Transaction:
                 token_count.c.occurrences == 0,
             )
         )
-        self._bump_totals(scope, label, -1, -sum(bag.values()), -len(bag))
+        self._bump_totals(scope, label, bag, grow=False)
         if vocabulary:
             dialect.decrement(
                 self._conn,
@@ -254,40 +267,25 @@ class Transaction:
                     token.c.occurrences == 0,
                 )
             ).rowcount
-            self._bump_vocabulary(scope, -gone)
+            self._bump_vocabulary(scope, gone, grow=False)
 
-    def _bump_totals(
-        self, scope: str, label: str, messages: int, occurrences: int, token_messages: int
-    ) -> None:
+    def _bump_totals(self, scope: str, label: str, bag: Mapping[int, int], grow: bool) -> None:
+        """One message more (``grow``) or less in ``label``'s totals."""
         row = {
             "scope": scope,
             "label": label,
-            "messages": messages,
-            "occurrences": occurrences,
-            "token_messages": token_messages,
+            "messages": 1,
+            "occurrences": sum(bag.values()),
+            "token_messages": len(bag),
         }
-        if messages >= 0:
-            dialect.increment(self._conn, label_total, [row])
-        else:
-            dialect.decrement(
-                self._conn,
-                label_total,
-                [
-                    {
-                        **row,
-                        "messages": -messages,
-                        "occurrences": -occurrences,
-                        "token_messages": -token_messages,
-                    }
-                ],
-            )
+        (dialect.increment if grow else dialect.decrement)(self._conn, label_total, [row])
 
-    def _bump_vocabulary(self, scope: str, change: int) -> None:
-        row = {"scope": scope, "vocabulary": abs(change), "created_at": datetime.now(UTC)}
-        if change > 0:
-            dialect.increment(self._conn, model_scope, [row], exclude=("created_at",))
-        elif change < 0:
-            dialect.decrement(self._conn, model_scope, [row], exclude=("created_at",))
+    def _bump_vocabulary(self, scope: str, tokens: int, grow: bool) -> None:
+        """``tokens`` more (``grow``) or fewer distinct tokens in the scope's vocabulary."""
+        if tokens:
+            row = {"scope": scope, "vocabulary": tokens, "created_at": datetime.now(UTC)}
+            bump = dialect.increment if grow else dialect.decrement
+            bump(self._conn, model_scope, [row], exclude=("created_at",))
 
 
 def _count_rows(
