@@ -8,18 +8,9 @@ _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _LINK_ATTRIBUTES = (("a", "href"), ("img", "src"), ("area", "href"), ("form", "action"))
 
 
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML document: no tags, scripts, styles or comments."""
-    tree = LexborHTMLParser(html)
-    tree.strip_tags(list(_INVISIBLE))
-    root = tree.body or tree.root
-    if root is None:
-        return ""
-    return root.text(separator=" ")
-
-
-def html_urls(html: str) -> list[str]:
-    """Absolute http(s) link and image targets of an HTML document."""
+def html_text_and_urls(html: str) -> tuple[str, list[str]]:
+    """Visible text of an HTML document (no tags, scripts, styles or comments) and its absolute
+    http(s) link and image targets, from one parse."""
     tree = LexborHTMLParser(html)
     urls: list[str] = []
     for tag, attribute in _LINK_ATTRIBUTES:
@@ -27,4 +18,6 @@ def html_urls(html: str) -> list[str]:
             value = node.attributes.get(attribute) or ""
             if value.lower().startswith(("http://", "https://")):
                 urls.append(value)
-    return urls
+    tree.strip_tags(list(_INVISIBLE))
+    root = tree.body or tree.root
+    return ("" if root is None else root.text(separator=" ")), urls

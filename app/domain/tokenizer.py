@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from email.message import Message
 from email.utils import getaddresses
 
-from app.domain.html import html_to_text, html_urls
+from app.domain.html import html_text_and_urls
 from app.domain.message import ParsedMessage, header_text, header_values, text_parts
 
 
@@ -35,7 +35,8 @@ class TokenizerOptions:
 
 # A word: letters/digits with inner apostrophes, dots, dashes, dollar and euro signs.
 _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
-_URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+")
+# One capturing group: split() gives the text between URLs and the URLs in turn.
+_URL = re.compile(r"(\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+)", re.IGNORECASE)
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
 _HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
 # Scripts written without spaces between words: kana, CJK ideographs (with extension A, the
@@ -90,15 +91,15 @@ def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
     yield from mime_tokens(message)
     for part in text_parts(message):
         if part.content_type == "text/html":
-            yield from url_tokens(html_urls(part.text))
-            text = html_to_text(part.text)
+            text, links = html_text_and_urls(part.text)
+            yield from url_tokens(links)
         else:
             text = part.text
-        urls = _URL.findall(text)
-        yield from url_tokens(urls)
         # A URL is evidence once, as url: tokens; left in the text it would also split into
         # body words (its host, "mailman", "listinfo") that say the same thing again.
-        yield from words(_URL.sub(" ", text) if urls else text, options)
+        pieces = _URL.split(text)
+        yield from url_tokens(pieces[1::2])
+        yield from words(" ".join(pieces[0::2]), options)
 
 
 def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:
