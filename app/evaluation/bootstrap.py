@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from operator import add, mul
 
+from app.evaluation.metrics import pct
+
 METRICS = ("roca_1_pct", "hm_pct", "sm_pct")
 CONFIDENCE_PCT = 95.0
 B_BETTER = "B better"
@@ -124,8 +126,8 @@ class _Measured:
 
     def metrics(self, weights: Sequence[int], n_spam: int, n_ham: int) -> tuple[float, ...]:
         weight = weights.__getitem__
-        hm = 100.0 * sum(map(weight, self._ham_errors)) / n_ham if n_ham else math.nan
-        sm = 100.0 * sum(map(weight, self._spam_errors)) / n_spam if n_spam else math.nan
+        hm = pct(sum(map(weight, self._ham_errors)), n_ham)
+        sm = pct(sum(map(weight, self._spam_errors)), n_spam)
         return self._roc.area_above_pct(weights), hm, sm
 
 

@@ -95,6 +95,14 @@ def read_label_folders(root: Path) -> list[CorpusItem]:
     return items
 
 
+def effective_order(root: str | Path, order: str) -> str:
+    """``index`` or ``shuffle``: what ``order`` means for the corpus at ``root`` (``auto`` is
+    ``index`` when the corpus has an index file, else ``shuffle``)."""
+    if order == "auto":
+        return "index" if (Path(root) / INDEX_NAME).is_file() else "shuffle"
+    return order
+
+
 def load_corpus(
     root: str | Path, order: str = "auto", seed: int = 1, limit: int | None = None
 ) -> list[CorpusItem]:
@@ -115,7 +123,7 @@ def load_corpus(
     if order == "index" and not has_index:
         raise CorpusNotFoundError(f"{base}: order 'index' needs an {INDEX_NAME} file")
     items = read_index(base) if has_index else read_label_folders(base)
-    if order == "shuffle" or (order == "auto" and not has_index):
+    if effective_order(base, order) == "shuffle":
         random.Random(seed).shuffle(items)
     return items if limit is None else items[:limit]
 

@@ -18,7 +18,7 @@ Undefined values (a class with no message) are NaN.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import NamedTuple
@@ -176,8 +176,14 @@ def error_counts(labels: Sequence[str], judged_spam: Sequence[bool]) -> ErrorCou
     return ErrorCounts(ham_errors, n_ham, spam_errors, n_spam)
 
 
-def _pct(errors: int, n: int) -> float:
-    return 100.0 * errors / n if n else math.nan
+def pct(part: float, n: int) -> float:
+    """``part`` of ``n`` in percent; NaN when ``n`` is 0."""
+    return 100.0 * part / n if n else math.nan
+
+
+def verdict_share_pct(per_verdict: Mapping[str, int], verdict: str) -> float:
+    """``verdict``'s share of the counts in ``per_verdict``, in percent (NaN when empty)."""
+    return pct(per_verdict.get(verdict, 0), sum(per_verdict.values()))
 
 
 def misclassification_pct(
@@ -190,7 +196,7 @@ def misclassification_pct(
     """
     ham_err = sum(judged_spam_at(scores_ham, threshold, inclusive))
     spam_err = len(scores_spam) - sum(judged_spam_at(scores_spam, threshold, inclusive))
-    return _pct(ham_err, len(scores_ham)), _pct(spam_err, len(scores_spam))
+    return pct(ham_err, len(scores_ham)), pct(spam_err, len(scores_spam))
 
 
 def _logit(p: float) -> float:
@@ -240,8 +246,8 @@ def compute_metrics(
         n_spam=counts.n_spam,
         n_ham=counts.n_ham,
         roca_1_pct=roc_area_above_pct(scores_spam, scores_ham),
-        hm_pct=_pct(counts.ham_errors, counts.n_ham),
-        sm_pct=_pct(counts.spam_errors, counts.n_spam),
+        hm_pct=pct(counts.ham_errors, counts.n_ham),
+        sm_pct=pct(counts.spam_errors, counts.n_spam),
         sm_at_hm01_pct=spam_miss_at_ham_rate_pct(scores_spam, scores_ham),
         lam_pct=lam,
         lam_smoothed=smoothed,

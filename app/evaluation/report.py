@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.metrics import HAM, SPAM
-from app.evaluation.runner import CV, RunResult, Summary, verdict_share_pct
+from app.evaluation.metrics import HAM, SPAM, verdict_share_pct
+from app.evaluation.runner import CV, RunResult, Summary
 from app.settings import Settings
 
 FILTER_NAME = "spamfilter"

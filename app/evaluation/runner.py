@@ -3,7 +3,8 @@
 * ``online`` (the peers' protocol): for each message in presentation order, classify it,
   then learn its gold label. The message is read and tokenised once (``service.analyse``);
   that time counts as classify time and the same ``Analysed`` object is passed to
-  ``classify`` and ``learn``, so learn time is the database update alone.
+  ``classify`` and ``learn``, so learn time is the service's learn call alone (under thick
+  training that call scores the message again to decide whether to learn it).
 * ``cv``: ``corpus.kfold_splits``; for each fold a fresh, empty model learns the other
   folds, then classifies the held-out fold without learning. Scores are pooled over the
   folds. Learn time there includes reading and tokenising each message.
@@ -23,11 +24,10 @@ manager that yields a fresh, empty ``Model`` and cleans up afterwards.
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING
 
 from app.errors import ConfigurationError, InvalidMessage, MessageTooLarge
 from app.evaluation.corpus import CorpusItem, kfold_splits
-from app.evaluation.metrics import Metrics, compute_metrics, roc_area_above_pct, split_by_label
+from app.evaluation.metrics import (
+    Metrics,
+    compute_metrics,
+    pct,
+    roc_area_above_pct,
+    split_by_label,
+    verdict_share_pct,
+)
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -118,18 +125,11 @@ class Summary:
     @property
     def unsure_pct(self) -> float:
         """Share of messages whose verdict was unsure, in percent."""
-        n = self.metrics.n
-        return 100.0 * self.unsure / n if n else math.nan
+        return pct(self.unsure, self.metrics.n)
 
     def verdict_pct(self, label: str, verdict: str) -> float:
         """Share of the ``label`` messages that got ``verdict``, in percent (NaN if none)."""
         return verdict_share_pct(self.verdicts.get(label, {}), verdict)
-
-
-def verdict_share_pct(per_verdict: Mapping[str, int], verdict: str) -> float:
-    """``verdict``'s share of the counts in ``per_verdict``, in percent (NaN when empty)."""
-    n = sum(per_verdict.values())
-    return 100.0 * per_verdict.get(verdict, 0) / n if n else math.nan
 
 
 @dataclass(slots=True)
@@ -306,16 +306,17 @@ def _result(
     )
 
 
-def summarise(result: RunResult, spam_threshold: float = 0.0) -> Summary:
+def summarise(result: RunResult) -> Summary:
     """The metrics of a run: scores are log-odds, judged spam is verdict == "spam".
 
-    ``spam_threshold`` (log-odds) is recorded by ``compute_metrics`` but the decisions come
-    from the verdicts, which also need enough training (``decision.min_messages``).
+    The decisions come from the verdicts, not from a cut-off on the scores: a verdict also
+    needs enough training (``decision.min_messages``).
     """
     labels = [row.item.label for row in result.rows]
     scores = [row.log_odds for row in result.rows]
     judged = [row.verdict == SPAM_VERDICT for row in result.rows]
-    metrics = compute_metrics(labels, scores, spam_threshold, False, judged_spam=judged)
+    # The cut-off arguments are unused when judged_spam is given.
+    metrics = compute_metrics(labels, scores, 0.0, False, judged_spam=judged)
     unsure = [row for row in result.rows if row.verdict == UNSURE_VERDICT]
     reasons = Counter(row.error or row.reason or "unknown" for row in unsure)
     spam_p, ham_p = split_by_label(labels, [row.spam_probability for row in result.rows])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation import report, runner
-from app.evaluation.corpus import INDEX_NAME, CorpusItem, load_corpus
+from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.runner import ModelFactory, ProgressFn, RunResult, Summary
 from app.settings import Settings
 
@@ -43,9 +43,7 @@ class Plan:
     @property
     def effective_order(self) -> str:
         """``index`` or ``shuffle``: what ``auto`` means for this corpus."""
-        if self.order == "auto":
-            return "index" if (self.corpus / INDEX_NAME).is_file() else "shuffle"
-        return self.order
+        return effective_order(self.corpus, self.order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +71,7 @@ def run(
     """Evaluate ``items`` on ``models``; the document includes every message's row."""
     started = _now()
     result = runner.evaluate(plan.protocol, items, models, plan.folds, progress)
-    summary = runner.summarise(result, plan.settings.decision.spam_log_odds)
+    summary = runner.summarise(result)
     effective = plan.effective_order
     info = report.RunInfo(
         corpus=plan.corpus.resolve().name,

@@ -176,7 +176,7 @@ def test_summary_judges_spam_by_verdict_and_counts_unsure() -> None:
         _row(4, "ham", 2.0, "unsure", "between_thresholds"),
     ]
     result = RunResult("online", None, rows, 0.005, 0.005, 5, 5, 0, None, 0.01)
-    summary = summarise(result, spam_threshold=15.0)
+    summary = summarise(result)
     metrics = summary.metrics
     assert (metrics.n, metrics.n_spam, metrics.n_ham) == (5, 3, 2)
     assert metrics.hm_pct == 0.0 and metrics.sm_pct == pytest.approx(200 / 3)
