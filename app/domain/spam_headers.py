@@ -22,6 +22,7 @@ REQUIRED_SCORE = 5.0
 _SCORE_LIMIT = 999.0
 _CLUES_IN_STATUS = 5
 _VERSION = "spamfilter"
+_SYMBOL_LENGTH = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,13 @@ def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, st
     return headers
 
 
+def clue_symbol(token: str) -> str:
+    """A clue token as a rule-like name, safe in a header field and in a spamd reply: printable
+    ASCII without ``,;"\\`` (anything else becomes ``_``), at most 40 characters."""
+    safe = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in token)
+    return safe[:_SYMBOL_LENGTH]
+
+
 def _clue_name(clue: Clue) -> str:
-    """A clue as a header-safe rule-like name: ``token(+1.23)`` with unsafe bytes replaced."""
-    safe = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in clue.token)
-    return f"{safe[:40]}({clue.weight:+.2f})"
+    """A clue as it appears in X-Spam-Status: ``token(+1.23)``."""
+    return f"{clue_symbol(clue.token)}({clue.weight:+.2f})"

@@ -28,10 +28,10 @@ from app.adapters.spamd.report import (
     CheckResult,
     format_report,
     header_block,
-    symbol_name,
     wire_score,
 )
 from app.domain.rewrite import add_headers
+from app.domain.spam_headers import clue_symbol
 from app.errors import (
     ConfigurationError,
     InvalidLabel,
@@ -351,7 +351,7 @@ def _check_body(response: CheckResponse) -> bytes:
         case Method.HEADERS:
             return header_block(add_headers(response.message, result.headers))
         case Method.SYMBOLS:
-            names = ",".join(symbol_name(clue.token) for clue in result.clues).encode("ascii")
+            names = ",".join(clue_symbol(clue.token) for clue in result.clues).encode("ascii")
             return names + CRLF if response.line.version < (1, 3) else names
         case Method.REPORT_IFSPAM if not result.is_spam:
             return b""

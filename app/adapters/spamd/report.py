@@ -9,10 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.domain.naive_bayes import Clue
-from app.domain.spam_headers import shown_score
-
-CRLF = b"\r\n"
-_SYMBOL_LENGTH = 60
+from app.domain.spam_headers import clue_symbol, shown_score
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +35,6 @@ def wire_score(score: float, required: float, is_spam: bool) -> str:
     return f"{shown_score(score, is_spam, required):.1f}"
 
 
-def symbol_name(token: str) -> str:
-    """A clue token as a rule-like symbol: printable ASCII without commas or spaces."""
-    safe = "".join(ch if 32 < ord(ch) < 127 and ch != "," else "_" for ch in token)
-    return safe[:_SYMBOL_LENGTH]
-
-
 def format_report(result: CheckResult) -> str:
     """A short human-readable report: the verdict, the score and each clue's weight (nats)."""
     reason = f" ({result.reason})" if result.reason else ""
@@ -56,7 +47,7 @@ def format_report(result: CheckResult) -> str:
         "",
         " log-odds clue",
         "--------- " + "-" * 60,
-        *(f"{clue.weight:+9.2f} {symbol_name(clue.token)}" for clue in result.clues),
+        *(f"{clue.weight:+9.2f} {clue_symbol(clue.token)}" for clue in result.clues),
     ]
     if not result.clues:
         lines.append("          (none: the model knows none of the message's tokens)")

@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from app.adapters.spamd.report import symbol_name
 from app.domain.rewrite import add_headers
+from app.domain.spam_headers import clue_symbol
 from tests.adapters.spamd.conftest import Spamc, Spamd, SpamdFactory
 from tests.builders import ham_message, make_message, spam_message
 
@@ -67,7 +67,7 @@ def test_report(make_spamd: SpamdFactory, spamc: Spamc) -> None:
     assert score_line(result.stdout)[0] >= 5.0
     assert lines[1].startswith("Spam filter verdict: spam, log-odds +")
     clues = spamd.service.classify(spammy).clues
-    assert f"{clues[0].weight:+9.2f} {symbol_name(clues[0].token)}" in lines
+    assert f"{clues[0].weight:+9.2f} {clue_symbol(clues[0].token)}" in lines
     ham = spamc(spamd.port, "-R", message=hammy)
     assert ham.stdout.decode().splitlines()[1].startswith("Spam filter verdict: ham")
 
@@ -87,7 +87,7 @@ def test_symbols_are_the_clue_tokens(make_spamd: SpamdFactory, spamc: Spamc) -> 
     spammy, _ = fresh(4)
     result = spamc(spamd.port, "-y", message=spammy)
     assert result.returncode == 0
-    expected = [symbol_name(c.token) for c in spamd.service.classify(spammy).clues]
+    expected = [clue_symbol(c.token) for c in spamd.service.classify(spammy).clues]
     assert result.stdout.decode().split(",") == expected
 
 
