@@ -41,3 +41,11 @@ class ConfigurationError(SpamFilterError):
     """Settings that cannot work together (e.g. a public bind without API tokens)."""
 
     code = "configuration_error"
+
+
+def describe(error: BaseException) -> str:
+    """One line for a log or stderr: the service's error code (else the exception's type),
+    then its text with newlines folded."""
+    code = error.code if isinstance(error, SpamFilterError) else type(error).__name__
+    detail = " ".join(str(error).split())
+    return f"{code}: {detail}" if detail else code

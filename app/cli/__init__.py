@@ -20,7 +20,6 @@ from app.cli.context import (
     EXIT_USAGE,
     CliState,
     build,
-    describe,
     exit_code,
     fail,
     pass_state,
@@ -31,7 +30,7 @@ from app.cli.messages import classify, forget, learn
 from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
-from app.errors import SpamFilterError
+from app.errors import SpamFilterError, describe
 from app.settings import Settings
 
 

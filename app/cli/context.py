@@ -55,12 +55,6 @@ def exit_code(error: SpamFilterError) -> int:
     return EXIT_PROCESSING
 
 
-def describe(error: SpamFilterError) -> str:
-    """One line: the error code and its detail (newlines folded)."""
-    detail = " ".join(str(error).split()) or type(error).__name__
-    return f"{error.code}: {detail}"
-
-
 def fail(message: str, code: int) -> click.exceptions.Exit:
     """Print ``spamfilter: message`` on stderr and return the exit to raise."""
     click.echo(f"spamfilter: {message}", err=True)

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from app.cli.context import EXIT_PROCESSING, CliState, build, describe, pass_state
+from app.cli.context import EXIT_PROCESSING, CliState, build, pass_state
 from app.cli.mailboxes import Found, Unreadable, find_messages
 from app.cli.progress import Bar, progress_bar, wanted
 from app.domain.labels import LABELS
-from app.errors import InvalidMessage, MessageTooLarge
+from app.errors import InvalidMessage, MessageTooLarge, describe
 
 if TYPE_CHECKING:
     from app.service import Classification

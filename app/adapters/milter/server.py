@@ -33,7 +33,7 @@ from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, Session
 from app.binding import check_open_listener
 from app.bootstrap import build_service, migrate_database
-from app.errors import ConfigurationError, InvalidMessage, SpamFilterError
+from app.errors import ConfigurationError, InvalidMessage, SpamFilterError, describe
 from app.service import MailReport, SpamFilter
 from app.settings import Settings
 
@@ -214,7 +214,7 @@ class MilterServer:
             log.info("%s: not classified (%s); accepted without headers", queue_id, error)
             return session.failure("accept")
         except (SpamFilterError, TimeoutError) as error:
-            detail = _describe(error)
+            detail = describe(error)
             log.warning("%s: classification failed (%s); %s", queue_id, detail, self._on_error)
             return session.failure(self._on_error)
         except Exception:
@@ -227,12 +227,6 @@ class MilterServer:
     def _report(self, message: Message) -> MailReport:
         scope = self._service.scope_for(message.recipient)
         return self._service.mail_report(self._service.classify(message.raw, scope))
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, SpamFilterError):
-        return f"{error.code}: {' '.join(str(error).split())}"
-    return type(error).__name__
 
 
 def _remove_stale_socket(path: str) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.domain.rewrite import add_headers
+from app.errors import describe
 
 if TYPE_CHECKING:
     from app.service import SpamFilter
@@ -50,13 +51,6 @@ def filter_message(raw: bytes, classify: Classify, errors: TextIO | None = None)
         if errors is not None:
             errors.write(f"{PROGRAM}: {describe(error)}; message passed through unchanged\n")
         return Filtered(raw, ExitCode.ERROR)
-
-
-def describe(error: BaseException) -> str:
-    """One line: the service's error code, or the exception type, then its text."""
-    code = getattr(error, "code", None) or type(error).__name__
-    detail = " ".join(str(error).split())
-    return f"{code}: {detail}" if detail else str(code)
 
 
 def service_classifier(service: SpamFilter) -> Classify:

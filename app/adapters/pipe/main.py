@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO, NoReturn, TextIO
 
-from app.adapters.pipe.filter import PROGRAM, Classify, classifier, describe, filter_message
+from app.adapters.pipe.filter import PROGRAM, Classify, classifier, filter_message
 from app.adapters.pipe.report import ExitCode, FilterReport
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, describe
 
 EXIT_CODES = """\
 exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unchanged).
