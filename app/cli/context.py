@@ -6,8 +6,10 @@ The service is built lazily (``build_service`` pulls in SQLAlchemy and Alembic, 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -23,9 +25,29 @@ from app.settings import Settings
 if TYPE_CHECKING:
     from app.service import SpamFilter
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 EXIT_PROCESSING = 1
 EXIT_USAGE = 2
 EXIT_TEMPFAIL = 75  # sysexits.h EX_TEMPFAIL: try again later (database down or locked)
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def log_level_option(help_text: str) -> Callable[[F], F]:
+    """The ``--log-level`` option of the long-running commands (default info)."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS),
+        default="info",
+        show_default=True,
+        help=help_text,
+    )
+
+
+def setup_logging(level: str) -> None:
+    """Log lines on stderr with a time stamp; the spamfilter loggers at ``level``."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("app").setLevel(level.upper())
 
 
 @dataclass(frozen=True, slots=True)

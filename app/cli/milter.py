@@ -7,13 +7,9 @@ other commands start without it and the database layer.
 
 from __future__ import annotations
 
-import logging
-
 import click
 
-from app.cli.context import CliState, pass_state
-
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+from app.cli.context import CliState, log_level_option, pass_state, setup_logging
 
 
 @click.command()
@@ -29,20 +25,13 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
     is_flag=True,
     help="Allow a non-loopback TCP address (the milter protocol has no authentication).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(LOG_LEVELS),
-    default="info",
-    show_default=True,
-    help="Of the spamfilter loggers (one line per message at info; no addresses).",
-)
+@log_level_option("Of the spamfilter loggers (one line per message at info; no addresses).")
 @pass_state
 def milter(
     state: CliState, socket_spec: str | None, allow_public_bind: bool, log_level: str
 ) -> None:
     """Run the milter: X-Spam headers, and reject or quarantine as the mail settings say."""
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("app").setLevel(log_level.upper())
+    setup_logging(log_level)
     from app.adapters.milter.server import serve
 
     serve(state.settings, socket_spec, allow_public_bind, _announce)

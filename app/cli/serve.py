@@ -11,12 +11,11 @@ import os
 
 import click
 
-from app.cli.context import CliState, pass_state
+from app.cli.context import CliState, log_level_option, pass_state
 from app.settings import Settings
 
 APP_FACTORY = "app.api.app:app_factory"
 HTTP_IMPLEMENTATIONS = ("auto", "h11", "httptools")
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
 def with_server_options(
@@ -63,7 +62,7 @@ def worker_environment(settings: Settings) -> dict[str, str]:
     help="uvicorn's HTTP/1.1 implementation.",
 )
 @click.option("--access-log/--no-access-log", default=False, show_default=True)
-@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+@log_level_option("Of uvicorn and the spamfilter loggers.")
 @pass_state
 def serve(
     state: CliState,

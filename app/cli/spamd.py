@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from app.binding import check_open_listener
-from app.cli.context import CliState, pass_state
+from app.cli.context import CliState, log_level_option, pass_state, setup_logging
 from app.settings import Settings
 
 
@@ -53,6 +53,7 @@ def check_spamd_bind(host: str, allow_public_bind: bool) -> None:
     is_flag=True,
     help="Allow a non-loopback address (the protocol has no authentication).",
 )
+@log_level_option("Of the spamfilter loggers (a line per request at info; refusals too).")
 @pass_state
 def spamd(
     state: CliState,
@@ -60,8 +61,10 @@ def spamd(
     port: int | None,
     allow_tell: bool,
     allow_public_bind: bool,
+    log_level: str,
 ) -> None:
     """Serve SpamAssassin's spamd protocol (spamc, Exim's spam= condition)."""
+    setup_logging(log_level)
     from app.adapters.spamd.server import main as entry
     from app.bootstrap import build_service, migrate_database
 

@@ -109,6 +109,10 @@ def test_the_command_serves_spamc_and_stops_on_sigterm(environment: dict[str, st
         assert tell.returncode == 74  # TELL is off without --allow-tell
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
+        assert process.stderr is not None
+        logged = process.stderr.read()  # the lines after "listening": one per request at info
+        assert b"score=0.0/5.0" in logged
+        assert b"spamd: refused" in logged
     finally:
         if process.poll() is None:
             process.kill()
