@@ -89,11 +89,6 @@ class Store:
         except DBAPIError as error:
             raise translate(error) from error
 
-    def ping(self) -> None:
-        """Raise StorageUnavailable unless the database answers."""
-        with self.transaction(write=False) as tx:
-            tx.ping()
-
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None when never migrated)."""
         with self.transaction(write=False) as tx:
@@ -117,10 +112,6 @@ class Transaction:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-
-    def ping(self) -> None:
-        """A trivial round trip."""
-        self._conn.execute(text("SELECT 1"))
 
     def schema_revision(self) -> str | None:
         """The alembic_version row, or None when the table does not exist."""
