@@ -199,13 +199,17 @@ class SpamFilter:
 
         def work(tx: Transaction) -> Outcome:
             record = tx.learned(scope, analysed.digest)
-            if record is None and not self._worth_learning(tx, scope, analysed, target):
-                return Outcome.SKIPPED
-            if record is None and tx.claim(scope, analysed.digest, target, bag):
-                tx.add(scope, target, bag, vocabulary=True)
-                return Outcome.LEARNED
-            record = record or tx.learned(scope, analysed.digest)
-            if record is None or record.label == target:
+            if record is None:
+                if not self._worth_learning(tx, scope, analysed, target):
+                    return Outcome.SKIPPED
+                if tx.claim(scope, analysed.digest, target, bag):
+                    tx.add(scope, target, bag, vocabulary=True)
+                    return Outcome.LEARNED
+                # Another writer claimed the digest first: go on from what it learned.
+                record = tx.learned(scope, analysed.digest)
+                if record is None:
+                    return Outcome.UNCHANGED
+            if record.label == target:
                 return Outcome.UNCHANGED
             # Rows are touched in one label order whatever the direction, so opposite relabels
             # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
