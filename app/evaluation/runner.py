@@ -59,7 +59,8 @@ ProgressFn = Callable[[int, int, str], None]
 """Called as ``progress(done, total, phase)`` after every service call."""
 
 
-def _no_progress(_done: int, _total: int, _phase: str) -> None:
+def no_progress(_done: int, _total: int, _phase: str) -> None:
+    """A progress callback that shows nothing."""
     return None
 
 
@@ -153,7 +154,7 @@ def evaluate(
     items: Sequence[CorpusItem],
     models: ModelFactory,
     folds: int = 10,
-    progress: ProgressFn = _no_progress,
+    progress: ProgressFn = no_progress,
 ) -> RunResult:
     """Run ``protocol`` ("online" or "cv") over ``items`` in their order."""
     if protocol == ONLINE:
@@ -164,7 +165,7 @@ def evaluate(
 
 
 def run_online(
-    items: Sequence[CorpusItem], models: ModelFactory, progress: ProgressFn = _no_progress
+    items: Sequence[CorpusItem], models: ModelFactory, progress: ProgressFn = no_progress
 ) -> RunResult:
     """TREC immediate feedback: classify each message, then learn its gold label."""
     clock = _Clock()
@@ -204,7 +205,7 @@ def run_cv(
     items: Sequence[CorpusItem],
     models: ModelFactory,
     folds: int = 10,
-    progress: ProgressFn = _no_progress,
+    progress: ProgressFn = no_progress,
 ) -> RunResult:
     """k-fold cross-validation: per fold, a fresh model learns k-1 folds, classifies one."""
     splits = kfold_splits(list(enumerate(items)), folds)

@@ -25,10 +25,6 @@ from app.settings import Settings
 TEMPORARY_DATABASE = "sqlite (temporary file)"
 
 
-def _no_progress(_done: int, _total: int, _phase: str) -> None:
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What to evaluate, and how, for any seed."""
@@ -66,7 +62,7 @@ def run(
     items: Sequence[CorpusItem],
     models: ModelFactory,
     database: str,
-    progress: ProgressFn = _no_progress,
+    progress: ProgressFn = runner.no_progress,
 ) -> Done:
     """Evaluate ``items`` on ``models``; the document includes every message's row."""
     started = _now()
@@ -86,7 +82,7 @@ def run(
     return Done(result, summary, doc)
 
 
-def run_fresh(plan: Plan, seed: int, progress: ProgressFn = _no_progress) -> dict[str, Any]:
+def run_fresh(plan: Plan, seed: int, progress: ProgressFn = runner.no_progress) -> dict[str, Any]:
     """The result document of one seed, on a new temporary SQLite database."""
     items = load_items(plan, seed)
     with tempfile.TemporaryDirectory(prefix="spamfilter-eval-") as workdir:
@@ -95,7 +91,7 @@ def run_fresh(plan: Plan, seed: int, progress: ProgressFn = _no_progress) -> dic
 
 
 def run_seeds(
-    plan: Plan, seeds: Sequence[int], jobs: int = 1, progress: ProgressFn = _no_progress
+    plan: Plan, seeds: Sequence[int], jobs: int = 1, progress: ProgressFn = runner.no_progress
 ) -> list[dict[str, Any]]:
     """The result documents of ``seeds``, in that order, each on a fresh database.
 

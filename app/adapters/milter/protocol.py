@@ -20,8 +20,9 @@ MIN_VERSION = 2  # the oldest protocol with option negotiation
 # miltertest send 65,535 and 65,536 bytes), and libmilter's largest negotiable data size is
 # 1 MiB (SMFIP_MDS_1M). A longer frame is a broken or hostile peer, not mail.
 MAX_FRAME = 1024 * 1024 + 1
-_LENGTH = struct.Struct("!I")
-_OPTIONS = struct.Struct("!III")
+# The wire formats of a frame's length prefix and of an option negotiation's three words.
+LENGTH = struct.Struct("!I")
+OPTIONS = struct.Struct("!III")
 _PORT = struct.Struct("!H")
 
 
@@ -198,11 +199,11 @@ class FrameDecoder:
         """Add bytes read from the peer; return the commands of every frame now complete."""
         self._buffer += data
         commands: list[Command] = []
-        while len(self._buffer) >= _LENGTH.size:
-            (length,) = _LENGTH.unpack_from(self._buffer)
+        while len(self._buffer) >= LENGTH.size:
+            (length,) = LENGTH.unpack_from(self._buffer)
             if length == 0 or length > self._max_frame:
                 raise ProtocolError(f"frame length {length} is outside 1..{self._max_frame}")
-            end = _LENGTH.size + length
+            end = LENGTH.size + length
             if len(self._buffer) < end:
                 break
             code = bytes(self._buffer[4:5])
@@ -240,9 +241,9 @@ def _address(data: bytes) -> str:
 
 
 def _decode_options(payload: bytes) -> OptionNegotiation:
-    if len(payload) < _OPTIONS.size:
+    if len(payload) < OPTIONS.size:
         raise ProtocolError(f"option negotiation: {len(payload)} bytes, expected 12")
-    version, actions, steps = _OPTIONS.unpack_from(payload)
+    version, actions, steps = OPTIONS.unpack_from(payload)
     return OptionNegotiation(version, Action(actions), Step(steps))
 
 

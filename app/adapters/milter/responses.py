@@ -7,20 +7,18 @@ reply code that is not 4xx or 5xx) rather than send it.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from app.adapters.milter.protocol import (
+    LENGTH,
     MIN_VERSION,
+    OPTIONS,
     VERSION,
     Action,
     OptionNegotiation,
     ProtocolError,
     Step,
 )
-
-_LENGTH = struct.Struct("!I")
-_OPTIONS = struct.Struct("!III")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +141,7 @@ def encode(response: Response) -> bytes:
         return _frame(code)
     match response:
         case Negotiate(version, actions, steps):
-            return _frame(b"O" + _OPTIONS.pack(version, actions, steps))
+            return _frame(b"O" + OPTIONS.pack(version, actions, steps))
         case ReplyCode(code=number, status=status, text=text):
             if len(number) != 3 or not number.isdigit() or number[0] not in "45":
                 raise ValueError(f"reply code {number!r} is not 4xx or 5xx")
@@ -151,16 +149,16 @@ def encode(response: Response) -> bytes:
         case AddHeader(name, value):
             return _frame(b"h" + _header_name(name) + _text(value))
         case InsertHeader(index, name, value):
-            return _frame(b"i" + _LENGTH.pack(index) + _header_name(name) + _text(value))
+            return _frame(b"i" + LENGTH.pack(index) + _header_name(name) + _text(value))
         case ChangeHeader(index, name, value):
-            return _frame(b"m" + _LENGTH.pack(index) + _header_name(name) + _text(value))
+            return _frame(b"m" + LENGTH.pack(index) + _header_name(name) + _text(value))
         case Quarantine(reason):
             return _frame(b"q" + _text(reason))
     raise TypeError(f"not a milter response: {response!r}")  # pragma: no cover
 
 
 def _frame(body: bytes) -> bytes:
-    return _LENGTH.pack(len(body)) + body
+    return LENGTH.pack(len(body)) + body
 
 
 def _text(value: str) -> bytes:
