@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import getaddresses
+from itertools import islice
 
 from app.domain.html import html_text_and_urls
 from app.domain.message import ParsedMessage, header_text, header_values, text_parts
@@ -58,11 +59,9 @@ def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
         counts["meta:truncated"] += 1
         budget -= 1
     limit = options.max_token_length + _NAMESPACE_ALLOWANCE
-    for token in _all_tokens(parsed.message, options):
-        if budget <= 0:
-            break
-        counts[fold_long(token, limit)] += 1
-        budget -= 1
+    # Count first, then fold: fold_long runs once per distinct token, not per occurrence.
+    for token, count in Counter(islice(_all_tokens(parsed.message, options), budget)).items():
+        counts[fold_long(token, limit)] += count
     return counts
 
 
