@@ -301,9 +301,10 @@ class SpamFilter:
         """Under thick training, whether a new message is wrong or close enough to learn."""
         if self._settings.training_mode == "everything":
             return True
-        scored, _learned = self._evaluate(tx, scope, analysed)
+        scored, learned = self._evaluate(tx, scope, analysed)
         log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
-        return worth_learning(log_odds, label, Label.SPAM, self._settings.training_margin)
+        margin, needed = self._settings.training_margin, self._thresholds.min_messages
+        return worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
 
     def _write(self, work: Callable[[Transaction], T]) -> T:
         for attempt in range(_RETRIES):

@@ -64,13 +64,25 @@ def decide(log_odds: float, learned: Mapping[str, int], thresholds: Thresholds) 
     return Decision(Verdict.UNSURE, Reason.BETWEEN_THRESHOLDS)
 
 
-def worth_learning(log_odds: float | None, label: str, positive: str, margin: float) -> bool:
+def worth_learning(
+    log_odds: float | None,
+    label: str,
+    positive: str,
+    margin: float,
+    label_messages: int | None = None,
+    min_messages: int = 0,
+) -> bool:
     """Thick training: learn unless the model already gets ``label`` right by ``margin`` nats.
 
     ``log_odds`` is None when the model cannot score yet (a label has no messages): learn.
     Right means on the correct side of 0 (log P(positive|x) > log P(other|x) for positive).
+    A label with ``label_messages`` < ``min_messages`` learned messages learns every message:
+    verdicts wait for that many of each label (see ``decide``), and skipping confident
+    messages could hold them back for ever.
     """
     if log_odds is None:
+        return True
+    if label_messages is not None and label_messages < min_messages:
         return True
     right = (log_odds > 0) == (label == positive)
     return not right or abs(log_odds) <= margin

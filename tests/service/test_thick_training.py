@@ -33,6 +33,17 @@ def test_worth_learning(log_odds: float | None, label: str, expected: bool) -> N
     assert worth_learning(log_odds, label, "spam", 30.0) is expected
 
 
+@pytest.mark.parametrize(
+    ("label_messages", "expected"),
+    [(0, True), (9, True), (10, False), (500, False), (None, False)],
+)
+def test_a_label_short_of_min_messages_learns_even_a_confident_message(
+    label_messages: int | None, expected: bool
+) -> None:
+    assert worth_learning(50.0, "spam", "spam", 30.0, label_messages, 10) is expected
+    assert worth_learning(-50.0, "spam", "spam", 30.0, label_messages, 10) is True
+
+
 def thick_service(
     make_service: MakeService, make_settings: MakeSettings, margin: float
 ) -> SpamFilter:
@@ -87,3 +98,19 @@ def test_an_untrained_model_learns_everything(
     service = thick_service(make_service, make_settings, margin=0.0)
     assert service.learn(SPAMMY, "spam").outcome == Outcome.LEARNED
     assert service.learn(HAMMY, "ham").outcome == Outcome.LEARNED
+
+
+def test_thick_training_cannot_hold_verdicts_back_for_ever(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    """With a margin any message clears, only the first messages of a label would be learned;
+    each label still learns until it has the min_messages that verdicts wait for."""
+    service = make_service(
+        make_settings(training_mode="thick", training_margin=1.0, decision={"min_messages": 10})
+    )
+    train(service, 15)
+
+    spam, ham = service.classify(SPAMMY), service.classify(HAMMY)
+    assert (spam.verdict, spam.reason) == ("spam", None)
+    assert (ham.verdict, ham.reason) == ("ham", None)
+    assert service.learn(SPAMMY, "spam").outcome == Outcome.SKIPPED
