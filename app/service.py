@@ -353,7 +353,10 @@ class SpamFilter:
         }
         top = model.top_tokens or None
         kind = token_kind if model.top_per_kind else None
-        return nb.multinomial(evidence, class_totals, totals.vocabulary, model.alpha, top, kind)
+        floor = model.length_floor if model.normalise_length else None
+        return nb.multinomial(
+            evidence, class_totals, totals.vocabulary, model.alpha, top, kind, floor
+        )
 
     def _classification(
         self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]

@@ -14,6 +14,17 @@ Bernoulli model (binary features, absent vocabulary tokens count):
     p_tc = (D_ct + α) / (N_c + 2α)
 
 Tokens outside the vocabulary V carry no evidence and are ignored by both.
+
+Scoring only the N most decisive tokens of each group S_g (``top``), the multinomial score
+can be length-normalised (``floor`` m): a group that offers n < N tokens has its evidence
+weighted as if it had N tokens of the same average strength,
+
+    log P(c|x) ∝ log N_c/N + Σ_g w_g Σ_{t∈S_g} log P(t|c),   w_g = N / max(n_g, min(m, N)),
+
+the geometric-mean combining of Robinson's "A Statistical Approach to the Spam Problem".
+Without it a short message, or one with few header tokens, sits near zero whatever its
+tokens say; the floor m bounds the weight so that one or two tokens cannot decide alone.
+The posterior is still normalised with log-sum-exp over the weighted joint likelihoods.
 """
 
 from __future__ import annotations
@@ -112,13 +123,16 @@ def multinomial(
     alpha: float,
     top: int | None = None,
     group: Callable[[str], str] | None = None,
+    floor: int | None = None,
 ) -> Scored:
     """Score a message under the multinomial model.
 
     ``vocabulary`` is |V|, the number of distinct tokens with a non-zero learned count.
     Contributions are ``in_message · log P(t|c)`` per token and label. With ``top`` only the
     ``top`` most decisive tokens score (see ``most_decisive``), or the ``top`` most decisive
-    of each group when ``group`` names a token's group; None scores every token.
+    of each group when ``group`` names a token's group; None scores every token. With
+    ``top`` and ``floor``, a group short of ``top`` tokens is length-normalised (see
+    ``normalise_length``); the contributions returned are the weighted ones.
     """
     contributions: dict[str, dict[str, float]] = {}
     for item in evidence:
@@ -129,6 +143,8 @@ def multinomial(
         }
     if top is not None:
         contributions = most_decisive(contributions, top, group)
+        if floor is not None:
+            contributions = normalise_length(contributions, top, floor, group)
     log_joint = log_priors({label: t.messages for label, t in totals.items()})
     for per_label in contributions.values():
         for label, value in per_label.items():
@@ -166,6 +182,31 @@ def most_decisive(
             taken[key] = taken.get(key, 0) + 1
             chosen[token] = dict(per_label)
     return chosen
+
+
+def normalise_length(
+    contributions: Mapping[str, Mapping[str, float]],
+    top: int,
+    floor: int,
+    group: Callable[[str], str] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Each group's contributions times ``top / max(n, min(floor, top))``, n its token count.
+
+    A group with ``top`` tokens or more is unchanged, and so is every group when ``floor``
+    is ``top`` or more; a group of n < ``top`` tokens counts as ``top`` tokens of its mean
+    strength, but never by more than ``top / floor``.
+    """
+    sizes: dict[str, int] = {}
+    for token in contributions:
+        key = "" if group is None else group(token)
+        sizes[key] = sizes.get(key, 0) + 1
+    least = max(min(floor, top), 1)
+    weighted: dict[str, dict[str, float]] = {}
+    for token, per_label in contributions.items():
+        size = sizes["" if group is None else group(token)]
+        weight = top / max(size, least) if size < top else 1.0
+        weighted[token] = {label: weight * value for label, value in per_label.items()}
+    return weighted
 
 
 def bernoulli(

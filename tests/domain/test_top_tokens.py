@@ -76,3 +76,60 @@ def test_a_group_smaller_than_its_budget_keeps_every_token() -> None:
     items = [evidence("subject:hi", 0, 3), evidence("a", 1, 2), evidence("b", 3, 0)]
     grouped = nb.multinomial(items, TOTALS, 5, 1.0, top=2, group=lambda t: t[:1])
     assert set(grouped.contributions) == {"subject:hi", "a", "b"}
+
+
+def kind(token: str) -> str:
+    return "field" if ":" in token else "word"
+
+
+def test_a_short_group_counts_as_top_tokens_of_its_mean_strength() -> None:
+    # Budget 4 per kind, floor 1: two header tokens weigh 4/2 = 2 each, four words weigh 1.
+    items = [
+        evidence("from:a", 0, 9),
+        evidence("received:b", 1, 6),
+        evidence("cheap", 1, 9),
+        evidence("meeting", 6, 1),
+        evidence("offer", 2, 7),
+        evidence("lunch", 5, 2),
+    ]
+    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=4, group=kind)
+    weighted = nb.multinomial(items, TOTALS, 50, 1.0, top=4, group=kind, floor=1)
+
+    priors = nb.log_priors({"ham": 10, "spam": 10})
+    for label in ("ham", "spam"):
+        fields = plain.contributions["from:a"][label] + plain.contributions["received:b"][label]
+        words = math.fsum(plain.contributions[t][label] for t in ("cheap", "meeting", "offer"))
+        words += plain.contributions["lunch"][label]
+        assert math.isclose(weighted.log_joint[label], priors[label] + 2 * fields + words)
+        assert math.isclose(
+            weighted.contributions["from:a"][label], 2 * plain.contributions["from:a"][label]
+        )
+        assert weighted.contributions["cheap"][label] == plain.contributions["cheap"][label]
+    assert math.isclose(math.fsum(math.exp(v) for v in weighted.log_posteriors.values()), 1.0)
+
+
+def test_the_floor_bounds_the_weight_of_a_few_tokens() -> None:
+    # One token with a budget of 25: weight 25 without a floor, 25/10 with a floor of 10.
+    items = [evidence("cheap", 1, 9)]
+    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=25)
+    spread = plain.log_odds("spam", "ham")
+    for floor, weight in ((1, 25.0), (10, 2.5), (25, 1.0), (40, 1.0)):
+        scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=25, floor=floor)
+        assert math.isclose(scored.log_odds("spam", "ham"), weight * spread), floor
+
+
+def test_a_full_group_and_the_unnormalised_score_are_unchanged() -> None:
+    items = [evidence(f"w{i}", i % 4, 7 - i % 4) for i in range(8)]
+    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=5)
+    weighted = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=5, floor=1)
+    assert weighted.log_joint == plain.log_joint
+    # Without a budget there is no length to normalise to: every token scores once.
+    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, floor=1)
+    assert full.log_joint == nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0).log_joint
+
+
+def test_the_log_odds_are_the_prior_plus_the_weighted_clues() -> None:
+    items = [evidence("subject:win", 0, 4), evidence("cash", 1, 8), evidence("hello", 6, 2)]
+    scored = nb.multinomial(items, TOTALS, vocabulary=30, alpha=1.0, top=25, group=kind, floor=3)
+    clues = nb.clues(scored, "spam", "ham", limit=10)
+    assert math.isclose(scored.log_odds("spam", "ham"), math.fsum(c.weight for c in clues))

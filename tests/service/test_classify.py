@@ -126,3 +126,26 @@ def test_the_top_tokens_budget_applies_per_kind_when_asked(
     kinds = {":" in clue.token for clue in result.clues}
     assert len(result.clues) == expected_kinds
     assert len(kinds) == expected_kinds
+
+
+def test_length_normalisation_weighs_a_short_kind_up_to_the_budget(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    """SPAMMY has fewer than 25 tokens of each kind: with normalisation on, every clue of a
+    kind with n tokens weighs 25 / max(n, 10) times its weight with normalisation off."""
+    model = {"top_tokens": 25, "clues": 200}
+    results = {}
+    for on in (False, True):
+        service = make_service(make_settings(model={**model, "normalise_length": on}))
+        train(service, 12)
+        results[on] = service.classify(SPAMMY)
+
+    plain = {clue.token: clue.weight for clue in results[False].clues}
+    sizes = {kind: sum((":" in t) == kind for t in plain) for kind in (False, True)}
+    assert 0 < sizes[True] < 25 and 0 < sizes[False] < 25, sizes
+    weighted = {clue.token: clue.weight for clue in results[True].clues}
+    assert weighted.keys() == plain.keys()
+    for token, weight in plain.items():
+        factor = 25 / max(sizes[":" in token], 10)
+        assert weighted[token] == pytest.approx(factor * weight)
+    assert results[True].log_odds > results[False].log_odds > 0
