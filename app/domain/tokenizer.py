@@ -159,12 +159,15 @@ def address_tokens(field: str, value: str, options: TokenizerOptions) -> Iterato
 
 
 def received_tokens(value: str) -> Iterator[str]:
-    """Relay evidence from one Received line: host names and /24 networks of IPv4 addresses."""
+    """Relay evidence from one Received line: host names, and the /24, /16 and /8 networks of
+    IPv4 addresses (as SpamBayes mines them): a relay never seen before still says which
+    provider's or region's block it sits in."""
     lowered = value.lower()
     for host in _HOSTNAME.findall(lowered.split(";", 1)[0]):
         yield f"received:host:{host}"
     for octets in _IPV4.findall(lowered):
-        yield f"received:ip:{'.'.join(octets[:3])}"
+        for length in (3, 2, 1):
+            yield f"received:ip:{'.'.join(octets[:length])}"
 
 
 def url_tokens(urls: Iterable[str]) -> Iterator[str]:

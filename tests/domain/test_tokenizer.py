@@ -132,6 +132,16 @@ def test_received_lines_give_relay_tokens() -> None:
     assert any(t.startswith("received:ip:203.0.113") for t in tokens)
 
 
+def test_a_relay_address_gives_its_24_16_and_8_networks() -> None:
+    raw = (
+        b"Received: from mail.example.net (mail.example.net [192.0.2.77])\r\n"
+        b"\tby mx.example.org with ESMTP id 1; Mon, 3 Jun 2024 10:00:00 +0000\r\n"
+        b"Subject: hi\r\n\r\nbody\r\n"
+    )
+    relay = {t for t in tokens_of(raw) if t.startswith("received:ip:")}
+    assert relay == {"received:ip:192.0.2", "received:ip:192.0", "received:ip:192"}
+
+
 def test_base64_body_is_decoded() -> None:
     raw = read("base64_text.eml")
     assert b"xylophone" not in raw
