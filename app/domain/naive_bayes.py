@@ -196,14 +196,14 @@ def normalise_length(
     is ``top`` or more; a group of n < ``top`` tokens counts as ``top`` tokens of its mean
     strength, but never by more than ``top / floor``.
     """
+    keys = {token: "" if group is None else group(token) for token in contributions}
     sizes: dict[str, int] = {}
-    for token in contributions:
-        key = "" if group is None else group(token)
+    for key in keys.values():
         sizes[key] = sizes.get(key, 0) + 1
     least = max(min(floor, top), 1)
     weighted: dict[str, dict[str, float]] = {}
     for token, per_label in contributions.items():
-        size = sizes["" if group is None else group(token)]
+        size = sizes[keys[token]]
         weight = top / max(size, least) if size < top else 1.0
         weighted[token] = {label: weight * value for label, value in per_label.items()}
     return weighted

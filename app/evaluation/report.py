@@ -234,7 +234,7 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
     top = f", top_tokens {model['top_tokens']}" if "top_tokens" in model else ""
     if top and model.get("top_per_kind"):
         top += " per kind (body words; header/URL/MIME tokens)"
-    if top and model.get("normalise_length"):
+    if model.get("top_tokens") and model.get("normalise_length"):
         top += f", length-normalised (floor {model['length_floor']})"
     return [
         f"model      {model['kind']}, counting {model['counting']}, alpha {model['alpha']}{top}",
