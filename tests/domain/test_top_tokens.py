@@ -13,6 +13,10 @@ def evidence(token: str, ham: int, spam: int) -> nb.Evidence:
     return nb.Evidence(token, 1, {"ham": ham, "spam": spam})
 
 
+def kind(token: str) -> str:
+    return "field" if ":" in token else "word"
+
+
 def test_top_keeps_the_largest_spreads_and_sums_only_them() -> None:
     items = [evidence("strong", 0, 30), evidence("weak", 5, 6), evidence("medium", 9, 1)]
     full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0)
@@ -57,9 +61,6 @@ def test_a_group_budget_applies_to_each_group_on_its_own() -> None:
         evidence("the", 5, 5),
     ]
 
-    def kind(token: str) -> str:
-        return "field" if ":" in token else "word"
-
     single = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2)
     grouped = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2, group=kind)
 
@@ -76,10 +77,6 @@ def test_a_group_smaller_than_its_budget_keeps_every_token() -> None:
     items = [evidence("subject:hi", 0, 3), evidence("a", 1, 2), evidence("b", 3, 0)]
     grouped = nb.multinomial(items, TOTALS, 5, 1.0, top=2, group=lambda t: t[:1])
     assert set(grouped.contributions) == {"subject:hi", "a", "b"}
-
-
-def kind(token: str) -> str:
-    return "field" if ":" in token else "word"
 
 
 def test_a_short_group_counts_as_top_tokens_of_its_mean_strength() -> None:
