@@ -30,6 +30,7 @@ from app.bootstrap import build_service
 from app.service import SpamFilter
 from app.settings import Settings
 from app.storage.engine import normalise_url
+from tests.environment import drop_settings
 
 POSTGRES_URL_ENV = "SPAMFILTER_TEST_POSTGRES_URL"
 
@@ -170,9 +171,7 @@ def make_settings(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Callabl
     The process environment and any .env file are ignored, so a developer's SPAMFILTER_*
     variables cannot change what the tests see.
     """
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
 
     def make(**overrides: Any) -> Settings:
         overrides.setdefault("database_url", database_url)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import NoReturn
 
 import pytest
 
@@ -18,7 +19,17 @@ def require_program(name: str) -> str:
     path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin")
     if path:
         return path
-    message = f"{name} is not installed (apt-get install it, or run .ci/run)"
+    unavailable(f"{name} is not installed (apt-get install it, or run .ci/run)")
+
+
+def require_root(why: str) -> None:
+    """Skip or fail unless the tests run as root; ``why`` says what needs it."""
+    if os.geteuid() != 0:
+        unavailable(why)
+
+
+def unavailable(message: str) -> NoReturn:
+    """Skip the test, or fail it when CI requires every peer (SPAMFILTER_TEST_REQUIRE_PEERS=1)."""
     if os.environ.get("SPAMFILTER_TEST_REQUIRE_PEERS") == "1":
         pytest.fail(message)
     pytest.skip(message)

@@ -9,7 +9,6 @@ no ``.env`` file of the checkout is read.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from app.cli import cli
+from tests.environment import drop_settings
 
 Run = Callable[..., Result]
 
@@ -25,9 +25,7 @@ Run = Callable[..., Result]
 @pytest.fixture
 def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No SPAMFILTER_* variables but the test ones, and a working folder without .env."""
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import email
 import imaplib
-import os
 import random
 import shutil
 import sys
@@ -23,9 +22,10 @@ from app.bootstrap import build_service
 from app.service import SpamFilter
 from app.settings import Settings
 from tests.adapters.dovecot.instance import PASSWORD, USER, Dovecot, Layout, prepare
-from tests.adapters.peers import require_program
+from tests.adapters.peers import require_program, require_root
 from tests.adapters.pipe.conftest import train
 from tests.builders import ham_message, spam_message
+from tests.environment import drop_settings
 
 pytestmark = pytest.mark.peer
 
@@ -33,9 +33,7 @@ pytestmark = pytest.mark.peer
 @pytest.fixture
 def trained_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A migrated SQLite database with generated spam and ham learned."""
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
     url = f"sqlite:///{tmp_path / 'model.db'}"
     service: SpamFilter = build_service(Settings(_env_file=None, database_url=url))
     train(service)
@@ -46,11 +44,7 @@ def trained_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 @pytest.fixture
 def layout(tmp_path: Path, trained_url: str) -> Iterator[Layout]:
     """The instance's files; the filter runs ``python -m app.adapters.pipe`` on the model."""
-    if os.geteuid() != 0:
-        message = "the Dovecot test runs as root (mail processes as nobody, programs as root)"
-        if os.environ.get("SPAMFILTER_TEST_REQUIRE_PEERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_root("the Dovecot test runs as root (mail processes as nobody, programs as root)")
     program = tmp_path / "spamfilter-filter-bin"
     program.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m app.adapters.pipe "$@"\n')
     program.chmod(0o755)

@@ -8,7 +8,6 @@ SQLite file of the test, named in the learner's spamfilter.env.
 from __future__ import annotations
 
 import imaplib
-import os
 import shutil
 import subprocess
 import sys
@@ -29,8 +28,9 @@ from tests.adapters.dovecot.instance import (
     Layout,
     prepare,
 )
-from tests.adapters.peers import require_program
+from tests.adapters.peers import require_program, require_root
 from tests.builders import make_message
+from tests.environment import drop_settings
 
 pytestmark = pytest.mark.peer
 
@@ -43,9 +43,7 @@ JUNK_TRASHED = make_message("Cheap pills", "Limited offer.\n")
 @pytest.fixture
 def learned_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpamFilter]:
     """A migrated SQLite database for the learner, and a service on it to look inside."""
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
     url = f"sqlite:///{tmp_path / 'learned.db'}"
     service = build_service(Settings(_env_file=None, database_url=url))
     yield service
@@ -55,11 +53,7 @@ def learned_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 @pytest.fixture
 def layout(tmp_path: Path, learned_database: SpamFilter) -> Iterator[Layout]:
     """The instance's files, the learner pointed at the test's database."""
-    if os.geteuid() != 0:
-        message = "the Dovecot test runs as root (mail processes as nobody, the learner as root)"
-        if os.environ.get("SPAMFILTER_TEST_REQUIRE_PEERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_root("the Dovecot test runs as root (mail processes as nobody, the learner as root)")
     spamfilter = Path(sys.executable).with_name("spamfilter")
     url = f"sqlite:///{tmp_path / 'learned.db'}"
     made = prepare(

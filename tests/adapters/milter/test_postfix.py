@@ -8,7 +8,6 @@ files are read back.
 from __future__ import annotations
 
 import email
-import os
 import re
 from collections.abc import Callable, Iterator
 from email.message import Message
@@ -19,7 +18,7 @@ import pytest
 from app.settings import Settings
 from tests.adapters.milter.conftest import MilterProcess, hammy_message, spammy_message
 from tests.adapters.milter.postfix import PostfixInstance, postfix_socket
-from tests.adapters.peers import require_program
+from tests.adapters.peers import require_program, require_root
 
 pytestmark = pytest.mark.peer
 
@@ -31,11 +30,7 @@ StartPostfix = Callable[[MilterProcess], PostfixInstance]
 def start_postfix(tmp_path: Path) -> Iterator[StartPostfix]:
     """Starts a private Postfix whose smtpd uses the given milter; stopped at teardown."""
     postfix, swaks = require_program("postfix"), require_program("swaks")
-    if os.geteuid() != 0:
-        message = "a private Postfix instance needs root (its daemons drop privileges)"
-        if os.environ.get("SPAMFILTER_TEST_REQUIRE_PEERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_root("a private Postfix instance needs root (its daemons drop privileges)")
     started: list[PostfixInstance] = []
 
     def start(milter: MilterProcess) -> PostfixInstance:

@@ -8,7 +8,6 @@ database and no other SPAMFILTER_* variable of the developer's environment.
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 
 from app.service import SpamFilter
 from tests.builders import ham_message, spam_message
+from tests.environment import without_settings
 
 FILTER = (sys.executable, "-m", "app.adapters.pipe")
 RunFilter = Callable[..., subprocess.CompletedProcess[bytes]]
@@ -38,17 +38,6 @@ def trained(service: SpamFilter) -> SpamFilter:
     return service
 
 
-def clean_environment(extra: Mapping[str, str] = {}) -> dict[str, str]:
-    """os.environ without SPAMFILTER_* settings (test variables kept), plus ``extra``."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("SPAMFILTER_") or name.startswith("SPAMFILTER_TEST_")
-    }
-    env.update(extra)
-    return env
-
-
 @pytest.fixture
 def run_filter(database_url: str) -> RunFilter:
     """Run the filter process on ``raw``; ``env`` adds variables, ``command`` replaces FILTER."""
@@ -59,7 +48,7 @@ def run_filter(database_url: str) -> RunFilter:
         env: Mapping[str, str] = {},
         command: Sequence[str] = FILTER,
     ) -> subprocess.CompletedProcess[bytes]:
-        variables = clean_environment({"SPAMFILTER_DATABASE_URL": database_url, **env})
+        variables = without_settings({"SPAMFILTER_DATABASE_URL": database_url, **env})
         return subprocess.run(
             [*command, *args], input=raw, capture_output=True, env=variables, timeout=60
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from app.adapters.pipe.client import Daemon
-from tests.adapters.pipe.conftest import clean_environment
+from tests.environment import without_settings
 
 CLASSIFY_ANSWER = {
     "verdict": "spam",
@@ -104,7 +104,7 @@ def http_service(database_url: str) -> Iterator[str]:
 
 
 def _serve(database_url: str, port: int) -> subprocess.Popen[bytes]:
-    env = clean_environment({"SPAMFILTER_DATABASE_URL": database_url})
+    env = without_settings({"SPAMFILTER_DATABASE_URL": database_url})
     command = [sys.executable, "-c", "from app.cli import main; main()"]
     args = ["serve", "--port", str(port), "--log-level", "warning"]
     return subprocess.Popen([*command, *args], env=env, stderr=subprocess.PIPE)

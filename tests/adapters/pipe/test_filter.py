@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import random
 import sqlite3
 from pathlib import Path
@@ -18,6 +17,7 @@ from app.service import SpamFilter
 from app.settings import Settings
 from tests.adapters.pipe.roundtrip import check_round_trip
 from tests.builders import ham_message, make_message, spam_message
+from tests.environment import drop_settings
 
 LATIN_1 = (
     b"From: Ren\xe9 <rene@example.org>\n"
@@ -173,9 +173,7 @@ def test_invalid_settings_pass_the_message_through(
 
 def test_the_filter_never_migrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     database = tmp_path / "new.db"
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", f"sqlite:///{database}")
     raw = make_message("Hi", "text\n")

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from app.service import SpamFilter
-from tests.adapters.pipe.conftest import FILTER, RunFilter, clean_environment
+from tests.adapters.pipe.conftest import FILTER, RunFilter
 from tests.adapters.pipe.daemons import CLASSIFY_ANSWER, canned
 from tests.adapters.pipe.roundtrip import check_round_trip
 from tests.builders import ham_message, make_message, spam_message
+from tests.environment import without_settings
 
 CLI_FILTER = (sys.executable, "-c", "from app.cli import main; main()", "filter")
 # Never needed to filter a message: the web stack and the command-line framework.
@@ -84,7 +85,7 @@ def test_an_unwritable_stdout_exits_3_not_ham(
 ) -> None:
     """Exit 1 means ham to a mail server; a message that could not be written is an error."""
     raw = ham_message(random.Random(61), 600)
-    variables = clean_environment({"SPAMFILTER_DATABASE_URL": database_url})
+    variables = without_settings({"SPAMFILTER_DATABASE_URL": database_url})
     with open("/dev/full", "wb") as full:
         result = subprocess.run(
             command, input=raw, stdout=full, stderr=subprocess.PIPE, env=variables, timeout=60

@@ -9,7 +9,6 @@ collide. Verdicts need a model: ``train`` teaches 20 generated spam and 20 ham m
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import socket
 import subprocess
@@ -27,6 +26,7 @@ from app.settings import Settings
 from tests.adapters.peers import require_program
 from tests.builders import ham_message, spam_message
 from tests.conftest import ServiceFactory, SettingsFactory
+from tests.environment import drop_settings
 
 TRAINING = 20
 
@@ -136,9 +136,7 @@ def sqlite_spamd(
 ) -> SpamdFactory:
     """Like ``make_spamd`` on a SQLite file only, for transport tests the database cannot
     change (framing, timeouts, caps): they need not run twice."""
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
 
     def make(*, trained: bool = False, max_message_bytes: int | None = None, **spamd: Any) -> Spamd:
         overrides = spamd_overrides(**spamd)

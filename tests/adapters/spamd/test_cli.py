@@ -19,6 +19,7 @@ from app.errors import ConfigurationError
 from app.settings import Settings
 from tests.adapters.peers import require_program
 from tests.builders import make_message
+from tests.environment import drop_settings
 
 # The console script's entry point, run by the interpreter running the tests.
 SPAMFILTER = [sys.executable, "-c", "from app.cli import main; main()"]
@@ -27,9 +28,7 @@ SPAMFILTER = [sys.executable, "-c", "from app.cli import main; main()"]
 @pytest.fixture
 def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """No SPAMFILTER_* variables but a database file in ``tmp_path``; a clean working folder."""
-    for name in list(os.environ):
-        if name.startswith("SPAMFILTER_") and not name.startswith("SPAMFILTER_TEST_"):
-            monkeypatch.delenv(name)
+    drop_settings(monkeypatch)
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     monkeypatch.chdir(tmp_path)
     return dict(os.environ)
