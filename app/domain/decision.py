@@ -69,7 +69,7 @@ def worth_learning(
     label: str,
     positive: str,
     margin: float,
-    label_messages: int | None = None,
+    label_messages: int = 0,
     min_messages: int = 0,
 ) -> bool:
     """Thick training: learn unless the model already gets ``label`` right by ``margin`` nats.
@@ -82,7 +82,7 @@ def worth_learning(
     """
     if log_odds is None:
         return True
-    if label_messages is not None and label_messages < min_messages:
+    if label_messages < min_messages:
         return True
     right = (log_odds > 0) == (label == positive)
     return not right or abs(log_odds) <= margin

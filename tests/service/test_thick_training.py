@@ -34,14 +34,15 @@ def test_worth_learning(log_odds: float | None, label: str, expected: bool) -> N
 
 
 @pytest.mark.parametrize(
-    ("label_messages", "expected"),
-    [(0, True), (9, True), (10, False), (500, False), (None, False)],
+    ("counts", "expected"),
+    [((0, 10), True), ((9, 10), True), ((10, 10), False), ((500, 10), False), ((), False)],
 )
 def test_a_label_short_of_min_messages_learns_even_a_confident_message(
-    label_messages: int | None, expected: bool
+    counts: tuple[int, ...], expected: bool
 ) -> None:
-    assert worth_learning(50.0, "spam", "spam", 30.0, label_messages, 10) is expected
-    assert worth_learning(-50.0, "spam", "spam", 30.0, label_messages, 10) is True
+    """``counts`` is (learned messages of the label, min_messages); none: the plain rule."""
+    assert worth_learning(50.0, "spam", "spam", 30.0, *counts) is expected
+    assert worth_learning(-50.0, "spam", "spam", 30.0, *counts) is True
 
 
 def thick_service(
