@@ -7,6 +7,7 @@ in a body are different evidence. Output is deterministic for the same bytes and
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -39,6 +40,11 @@ _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
 # One capturing group: split() gives the text between URLs and the URLs in turn.
 _URL = re.compile(r"(\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+)", re.IGNORECASE)
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
+# A run that may be an IPv6 address, optionally written "IPv6:..." as in SMTP address
+# literals; ipaddress decides. A following dot means an IPv4-mapped tail, which _IPV4 takes.
+_IPV6 = re.compile(r"(?<![\w:.])(?:ipv6:)?([0-9a-f:]{2,39})(?![\w:.])")
+# The /64 (a subnet), /48 (a site) and /32 (a provider's allocation) as hextet counts.
+_IPV6_NETWORKS = (4, 3, 2)
 _HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
 # Scripts written without spaces between words: kana, CJK ideographs (with extension A, the
 # compatibility block and the supplementary planes), Hangul syllables, half-width katakana.
@@ -159,15 +165,35 @@ def address_tokens(field: str, value: str, options: TokenizerOptions) -> Iterato
 
 
 def received_tokens(value: str) -> Iterator[str]:
-    """Relay evidence from one Received line: host names, and the /24, /16 and /8 networks of
-    IPv4 addresses (as SpamBayes mines them): a relay never seen before still says which
-    provider's or region's block it sits in."""
+    """Relay evidence from one Received line: host names, the /24, /16 and /8 networks of
+    IPv4 addresses (as SpamBayes mines them), and the /64, /48 and /32 networks of IPv6
+    addresses: a relay never seen before still says which provider's or region's block it
+    sits in."""
     lowered = value.lower()
     for host in _HOSTNAME.findall(lowered.split(";", 1)[0]):
         yield f"received:host:{host}"
     for octets in _IPV4.findall(lowered):
         for length in (3, 2, 1):
             yield f"received:ip:{'.'.join(octets[:length])}"
+    for candidate in _IPV6.findall(lowered):
+        yield from ipv6_networks(candidate)
+
+
+def ipv6_networks(candidate: str) -> Iterator[str]:
+    """``received:ip6:`` tokens for the networks of ``candidate`` when it is an IPv6 address.
+
+    Hextets are written without leading zeros, as in ``2001:db8:0:20`` for a /64; a time of
+    day such as ``10:00:00`` or any other run that is not an address gives nothing.
+    """
+    if candidate.count(":") < 2:
+        return
+    try:
+        address = ipaddress.IPv6Address(candidate)
+    except ValueError:
+        return
+    hextets = [group.lstrip("0") or "0" for group in address.exploded.split(":")]
+    for length in _IPV6_NETWORKS:
+        yield f"received:ip6:{':'.join(hextets[:length])}"
 
 
 def url_tokens(urls: Iterable[str]) -> Iterator[str]:

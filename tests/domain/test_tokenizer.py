@@ -142,6 +142,40 @@ def test_a_relay_address_gives_its_24_16_and_8_networks() -> None:
     assert relay == {"received:ip:192.0.2", "received:ip:192.0", "received:ip:192"}
 
 
+def test_an_ipv6_relay_gives_its_64_48_and_32_networks() -> None:
+    raw = (
+        b"Received: from mail.example.net (mail.example.net [IPv6:2001:db8:4864:20::62e])\r\n"
+        b"\tby mx.example.org with ESMTP id 1; Mon, 3 Jun 2024 10:00:00 +0000\r\n"
+        b"Received: from [2001:0DB8:00AA::1] by mail.example.net; 3 Jun 2024 09:59:58 +0000\r\n"
+        b"Subject: hi\r\n\r\nbody\r\n"
+    )
+    relay = {t for t in tokens_of(raw) if t.startswith("received:ip")}
+    assert relay == {
+        "received:ip6:2001:db8:4864:20",
+        "received:ip6:2001:db8:4864",
+        "received:ip6:2001:db8",
+        "received:ip6:2001:db8:aa:0",
+        "received:ip6:2001:db8:aa",
+    }
+
+
+IPV4_NETWORKS = {"received:ip:192.0.2", "received:ip:192.0", "received:ip:192"}
+
+
+@pytest.mark.parametrize(
+    ("received", "expected"),
+    [
+        ("from a (a.example.net [192.0.2.1]) by b; Mon, 3 Jun 2024 10:00:00 +0000", IPV4_NETWORKS),
+        ("from a ([::ffff:192.0.2.1]) by b; Mon, 3 Jun 2024 10:00:00 +0000", IPV4_NETWORKS),
+        ("from a ([1:51144:51751]) by b id 12:34:56:78; Mon, 3 Jun 2024 10:00:00 +0000", set()),
+    ],
+    ids=["ipv4-and-a-time", "ipv4-mapped", "not-addresses"],
+)
+def test_times_and_non_addresses_give_no_ipv6_tokens(received: str, expected: set[str]) -> None:
+    raw = f"Received: {received}\r\nSubject: hi\r\n\r\nbody\r\n".encode()
+    assert {t for t in tokens_of(raw) if t.startswith("received:ip")} == expected
+
+
 def test_base64_body_is_decoded() -> None:
     raw = read("base64_text.eml")
     assert b"xylophone" not in raw
