@@ -52,6 +52,9 @@ _CJK_RUN = re.compile(
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0002fa1f]+"
 )
+# Characters that render as nothing: soft hyphen, zero-width space/joiners, word joiner,
+# invisible operators, byte-order mark. Dropped before splitting, so "fr\u200bee" is "free".
+_INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 # Room for a namespace such as "return-path:domain:" on top of the word-length cap.
 _NAMESPACE_ALLOWANCE = 40
 _HEADERS_AS_WORDS = ("x-mailer", "user-agent", "content-transfer-encoding")
@@ -114,7 +117,10 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[st
     its overlapping character pairs instead, the usual indexing unit for CJK text; taken whole, a
     run is a phrase or a sentence that never recurs. The pairs obey the same length limits as
     words, so a lone character between punctuation is dropped like a one-letter word.
+    Characters that render as nothing are dropped first: spam hides words from filters by
+    splitting them with soft hyphens or zero-width spaces that the reader never sees.
     """
+    text = _INVISIBLE.sub("", text)
     runs = _CJK_RUN.findall(text)
     if runs:
         for pair in cjk_bigrams(runs):

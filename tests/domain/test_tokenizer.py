@@ -108,6 +108,20 @@ def test_html_links_and_images_become_url_tokens(html_tokens: Counter[str]) -> N
     assert "url:host:images.cdn-pixels.example.net" in html_tokens  # <img src>
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("Cheap v\u200biag\u00adra, fr\ufeffee", "text/plain; charset=utf-8"),
+        ("<p>Cheap v&#8203;iag&shy;ra, fr&#x2060;ee</p>", "text/html; charset=utf-8"),
+    ],
+    ids=["plain", "html-entities"],
+)
+def test_invisible_characters_do_not_split_words(body: str, content_type: str) -> None:
+    tokens = tokens_of(message(body, content_type=content_type, subject="fr\u200bee v\u200ciagra"))
+    assert {"viagra", "free", "subject:free", "subject:viagra"} <= set(tokens)
+    assert not {"iag", "ra", "fr", "ee", "subject:fr", "subject:iagra"} & set(tokens)
+
+
 def test_subject_words_carry_the_subject_prefix() -> None:
     tokens = tokens_of(read("plain_text.eml"))
     assert "subject:tomatoes" in tokens
