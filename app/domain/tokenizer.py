@@ -43,7 +43,9 @@ _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
 # A run that may be an IPv6 address, optionally written "IPv6:..." as in SMTP address
 # literals; ipaddress decides. A following dot means an IPv4-mapped tail, which _IPV4 takes.
 _IPV6 = re.compile(r"(?<![\w:.])(?:ipv6:)?([0-9a-f:]{2,39})(?![\w:.])")
-# The /64 (a subnet), /48 (a site) and /32 (a provider's allocation) as hextet counts.
+# The networks a relay address gives: /24, /16 and /8 as octet counts; /64 (a subnet),
+# /48 (a site) and /32 (a provider's allocation) as hextet counts.
+_IPV4_NETWORKS = (3, 2, 1)
 _IPV6_NETWORKS = (4, 3, 2)
 _HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
 # Scripts written without spaces between words: kana, CJK ideographs (with extension A, the
@@ -179,7 +181,7 @@ def received_tokens(value: str) -> Iterator[str]:
     for host in _HOSTNAME.findall(lowered.split(";", 1)[0]):
         yield f"received:host:{host}"
     for octets in _IPV4.findall(lowered):
-        for length in (3, 2, 1):
+        for length in _IPV4_NETWORKS:
             yield f"received:ip:{'.'.join(octets[:length])}"
     for candidate in _IPV6.findall(lowered):
         yield from ipv6_networks(candidate)
