@@ -21,6 +21,8 @@ _MBOX_FROM = re.compile(rb"\AFrom [^\n]*\n")
 _HEADER_LINE = re.compile(rb"\A[!-9;-~]+[ \t]*:")
 _SPAM_HEADER = re.compile(rb"(?i)x-spam-(?:flag|status|level|verdict)[ \t]*:")
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
+# An HTML document or fragment: one of the tags that carry its text or links.
+_HTML_TAG = re.compile(r"<(?:html|body|head|p|div|span|br|a|img|table|td|font|center)\b", re.I)
 
 
 class NotAMessage(ValueError):
@@ -124,17 +126,26 @@ def part_charset(part: Message) -> str | None:
 
 
 def text_parts(message: Message) -> Iterator[TextPart]:
-    """Decoded text/* parts (plain, html, ...) in MIME order; other parts are skipped."""
+    """Decoded text/* parts (plain, html, ...) in MIME order; other parts are skipped.
+
+    A multipart whose boundary never appears in its body (a malformed or mis-declared message)
+    is kept by the parser as one block of text: that block is read as text too, as HTML when it
+    holds HTML tags, so its words are not lost.
+    """
     for part in message.walk():
         if part.is_multipart():
             continue
-        content_type = part.get_content_type()
-        if part.get_content_maintype() != "text":
+        maintype = part.get_content_maintype()
+        if maintype not in ("text", "multipart"):
             continue
         payload = part.get_payload(decode=True)
         if not isinstance(payload, bytes):
             continue
-        yield TextPart(content_type, decode_bytes(payload, part_charset(part)))
+        text = decode_bytes(payload, part_charset(part))
+        if maintype == "text":
+            yield TextPart(part.get_content_type(), text)
+        else:
+            yield TextPart("text/html" if _HTML_TAG.search(text) else "text/plain", text)
 
 
 def header_text(message: Message, name: str) -> str:

@@ -102,12 +102,26 @@ def test_truncated_multipart_without_closing_boundary() -> None:
     assert "mime:type:multipart/alternative" in tokens
 
 
-def test_multipart_without_any_boundary_line() -> None:
+def test_multipart_without_any_boundary_line_keeps_its_words() -> None:
     raw = message(
         "no boundary ever appears here\n",
         content_type='multipart/mixed; boundary="missing"',
     )
-    tokens_of(raw)  # must not raise
+    assert {"boundary", "ever", "appears", "here"} <= set(tokens_of(raw))
+
+
+def test_multipart_whose_boundary_lines_differ_is_read_as_html() -> None:
+    # The declared boundary and the delimiter lines differ by a space, as in real spam: the
+    # parser finds no part, and the whole body would otherwise give no words at all.
+    raw = message(
+        "--= Split 0925\nContent-Type: text/plain\n\n"
+        '<html><body><p align="center">Cheap cartridges <a href="http://deals.example/x">here'
+        "</a></p></body></html>\n--= Split 0925--\n",
+        content_type='multipart/alternative; boundary="=Split 0925"',
+    )
+    tokens = tokens_of(raw)
+    assert {"cheap", "cartridges", "here", "url:host:deals.example"} <= set(tokens)
+    assert not {"align", "center", "href"} & set(tokens)  # markup is not text
 
 
 def test_bad_base64_payload_does_not_raise() -> None:
