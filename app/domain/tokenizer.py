@@ -106,10 +106,14 @@ def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
         else:
             text = part.text
         # A URL is evidence once, as url: tokens; left in the text it would also split into
-        # body words (its host, "mailman", "listinfo") that say the same thing again.
-        pieces = _URL.split(text)
-        yield from url_tokens(pieces[1::2])
-        yield from words(" ".join(pieces[0::2]), options)
+        # body words (its host, "mailman", "listinfo") that say the same thing again. Words
+        # and links come in the order they are written, so a page of links cannot use up the
+        # max_tokens budget before the first word is counted.
+        for index, piece in enumerate(_URL.split(text)):
+            if index % 2:
+                yield from url_tokens((piece,))
+            else:
+                yield from words(piece, options)
 
 
 def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:

@@ -252,6 +252,16 @@ def test_max_tokens_keeps_headers_before_the_body() -> None:
     assert sum(tokens.values()) == 10
 
 
+def test_max_tokens_counts_words_and_links_in_the_order_they_are_written() -> None:
+    # A digest of links: under the cap, the opening words still count.
+    links = "".join(f"http://site{i}.example/page/{i}\n" for i in range(500))
+    raw = message("updated weblogs today\n" + links + "closing remarks\n", subject="digest")
+    tokens = tokens_of(raw, TokenizerOptions(max_tokens=100))
+    assert {"updated", "weblogs", "today", "url:host:site0.example"} <= set(tokens)
+    assert "closing" not in tokens
+    assert sum(tokens.values()) == 100
+
+
 def test_max_tokens_caps_the_total_of_a_truncated_message() -> None:
     raw = message("word " * 5000, subject="big")
     parsed = parse(raw, scan_limit=2048)
