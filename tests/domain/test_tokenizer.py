@@ -122,6 +122,32 @@ def test_invisible_characters_do_not_split_words(body: str, content_type: str) -
     assert not {"iag", "ra", "fr", "ee", "subject:fr", "subject:iagra"} & set(tokens)
 
 
+def test_html_inline_elements_and_comments_do_not_split_words() -> None:
+    body = (
+        "<p>Cheap <b>V</b>iag<font color=red>r</font>a, fr<!-- x -->ee"
+        " re<a href='http://s.example/r'>mo</a>ve</p>"
+    )
+    tokens = tokens_of(message(body, content_type="text/html", subject="offer"))
+    assert {"cheap", "viagra", "free", "remove", "url:host:s.example"} <= set(tokens)
+    assert not {"iag", "ra", "fr", "ee", "re", "mo", "ve"} & set(tokens)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<p>first</p><p>second</p>",
+        "<div>first</div>second",
+        "first<br>second",
+        "<table><tr><td>first</td><td>second</td></tr></table>",
+        "<ul><li>first</li><li>second</li></ul>",
+    ],
+)
+def test_html_block_elements_and_line_breaks_separate_words(body: str) -> None:
+    tokens = tokens_of(message(body, content_type="text/html", subject="layout"))
+    assert {"first", "second"} <= set(tokens)
+    assert "firstsecond" not in tokens
+
+
 def test_subject_words_carry_the_subject_prefix() -> None:
     tokens = tokens_of(read("plain_text.eml"))
     assert "subject:tomatoes" in tokens
