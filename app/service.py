@@ -354,8 +354,9 @@ class SpamFilter:
         top = model.top_tokens or None
         kind = token_kind if model.top_per_kind else None
         floor = model.length_floor if model.normalise_length else None
+        distinct = model.distinct_min_messages or None
         return nb.multinomial(
-            evidence, class_totals, totals.vocabulary, model.alpha, top, kind, floor
+            evidence, class_totals, totals.vocabulary, model.alpha, top, kind, floor, distinct
         )
 
     def _classification(

@@ -236,6 +236,8 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
         top += " per kind (body words; header/URL/MIME tokens)"
     if model.get("top_tokens") and model.get("normalise_length"):
         top += f", length-normalised (floor {model['length_floor']})"
+    if model.get("distinct_min_messages"):
+        top += f", identical learned counts once (from {model['distinct_min_messages']} messages)"
     return [
         f"model      {model['kind']}, counting {model['counting']}, alpha {model['alpha']}{top}",
         f"verdicts   ham if log-odds < {decision['ham_log_odds']}, spam if > "

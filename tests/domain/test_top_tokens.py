@@ -130,3 +130,49 @@ def test_the_log_odds_are_the_prior_plus_the_weighted_clues() -> None:
     scored = nb.multinomial(items, TOTALS, vocabulary=30, alpha=1.0, top=25, group=kind, floor=3)
     clues = nb.clues(scored, "spam", "ham", limit=10)
     assert math.isclose(scored.log_odds("spam", "ham"), math.fsum(c.weight for c in clues))
+
+
+# ---- tokens that repeat the same learned counts ------------------------------------------------
+
+
+def test_tokens_learned_together_count_once() -> None:
+    # A relay's host name and its networks, learned in the same 12 spam every time.
+    relay = [evidence(f"received:{name}", 0, 12) for name in ("host:mx.example", "ip:192.0.2")]
+    items = [*relay, evidence("received:ip:192.0", 0, 12), evidence("cheap", 1, 9)]
+    scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, group=kind, distinct=10)
+    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, group=kind)
+
+    assert set(scored.contributions) == {"received:host:mx.example", "cheap"}
+    once = full.contributions["received:ip:192.0"]
+    spread = (once["spam"] - once["ham"]) * 2  # two of the three copies are gone
+    assert math.isclose(scored.log_odds("spam", "ham"), full.log_odds("spam", "ham") - spread)
+
+
+def test_tokens_below_the_support_or_with_other_counts_all_count() -> None:
+    items = [
+        evidence("rare:a", 0, 3),  # identical, but from 3 messages: chance, not a pair
+        evidence("rare:b", 0, 3),
+        evidence("list:a", 20, 2),
+        evidence("list:b", 20, 3),  # one spam apart: different evidence
+    ]
+    scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, distinct=10)
+    assert set(scored.contributions) == {"rare:a", "rare:b", "list:a", "list:b"}
+
+
+def test_identical_counts_in_different_groups_or_message_counts_are_kept() -> None:
+    items = [evidence("subject:cheap", 0, 12), evidence("cheap", 0, 12)]
+    assert len(nb.distinct_evidence(items, 10, kind)) == 2
+    assert len(nb.distinct_evidence(items, 10)) == 1  # one group: one observation
+    twice = [nb.Evidence("cheap", 2, {"spam": 12}), nb.Evidence("cheaper", 1, {"spam": 12})]
+    assert len(nb.distinct_evidence(twice, 10)) == 2
+
+
+def test_distinct_keeps_the_first_token_by_text_whatever_the_order() -> None:
+    items = [evidence("b", 0, 12), evidence("c", 0, 12), evidence("a", 0, 12)]
+    for order in (items, items[::-1]):
+        assert [e.token for e in nb.distinct_evidence(order, 10)] == ["a"]
+
+
+def test_an_absent_label_and_a_zero_count_are_the_same_counts() -> None:
+    items = [nb.Evidence("a", 1, {"spam": 12}), nb.Evidence("b", 1, {"ham": 0, "spam": 12})]
+    assert [e.token for e in nb.distinct_evidence(items, 10)] == ["a"]

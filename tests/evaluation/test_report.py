@@ -41,6 +41,11 @@ def doc(**model: Any) -> dict[str, Any]:
         ),
         # Every token scores: there is no budget to normalise to, whatever the setting says.
         ({"top_tokens": 0, "normalise_length": True, "length_floor": 10}, "top_tokens 0"),
+        (
+            {"top_tokens": 25, "distinct_min_messages": 10},
+            "top_tokens 25, identical learned counts once (from 10 messages)",
+        ),
+        ({"top_tokens": 25, "distinct_min_messages": 0}, "top_tokens 25"),
     ],
 )
 def test_the_model_line_names_the_token_budget_and_the_normalisation(

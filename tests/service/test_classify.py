@@ -128,6 +128,46 @@ def test_the_top_tokens_budget_applies_per_kind_when_asked(
     assert len(kinds) == expected_kinds
 
 
+def test_tokens_learned_together_count_once_unless_turned_off(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    """Twelve spam came through one relay: its host names and its /24, /16 and /8 were
+    learned together every time, so by default they score as one token; with 0, as five.
+    The sender and MIME tokens that every message shares collapse the same way."""
+    relay = (("Received", "from mx.bad.example (mx.bad.example [192.0.2.7]) by mx.example.net"),)
+    relay_tokens = {
+        "received:host:mx.bad.example",
+        "received:host:mx.example.net",
+        "received:ip:192.0.2",
+        "received:ip:192.0",
+        "received:ip:192",
+    }
+    # Without length normalisation, so that the remaining weights are comparable as they are.
+    model = {"top_tokens": 25, "clues": 200, "normalise_length": False}
+    learner = make_service(make_settings(model=model))
+    for serial in range(12):
+        words = f"offer number {serial} for you"
+        learner.learn(make_message(f"deal {serial}", words, headers=relay), "spam")
+        learner.learn(make_message(f"notes {serial}", f"minutes {serial} attached"), "ham")
+    clues = {}
+    log_odds = {}
+    for least in (0, 10):  # the same learned counts, read with each setting
+        service = make_service(make_settings(model={**model, "distinct_min_messages": least}))
+        result = service.classify(make_message("hello", "see you soon", headers=relay))
+        clues[least] = {c.token: c.weight for c in result.clues}
+        log_odds[least] = result.log_odds
+
+    assert relay_tokens <= clues[0].keys()
+    assert relay_tokens & clues[10].keys() == {"received:host:mx.bad.example"}  # first by text
+    assert {"from:addr:alice@example.org", "mime:type:text/plain"} <= clues[0].keys()
+    assert len({t for t in clues[10] if t.startswith(("from:", "mime:"))}) <= 1
+    for token, weight in clues[10].items():
+        assert weight == pytest.approx(clues[0][token])
+    dropped = sum(w for t, w in clues[0].items() if t not in clues[10])
+    assert log_odds[10] == pytest.approx(log_odds[0] - dropped)
+    assert log_odds[10] < log_odds[0]
+
+
 def test_length_normalisation_weighs_a_short_kind_up_to_the_budget(
     make_service: MakeService, make_settings: MakeSettings
 ) -> None:
