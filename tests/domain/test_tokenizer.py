@@ -132,6 +132,21 @@ def test_html_inline_elements_and_comments_do_not_split_words() -> None:
     assert not {"iag", "ra", "fr", "ee", "re", "mo", "ve"} & set(tokens)
 
 
+def test_html_inline_tag_after_a_tag_left_unclosed_ends_that_tag() -> None:
+    # "<font face=x <b>" : a browser ends the font tag at the b tag's ">" and shows the text.
+    body = '<p><font face="Times" <b>In case you received this, ignore it</b></font></p>'
+    tokens = tokens_of(message(body, content_type="text/html", subject="notice"))
+    assert {"case", "received", "ignore"} <= set(tokens)
+
+
+def test_html_deeply_nested_inline_tags_give_their_text() -> None:
+    body = "<span>" * 3000 + "deep<b>ly</b> nested" + "</span>" * 3000 + "<p>" + "<font>tail" * 3000
+    tokens = tokens_of(message(body, content_type="text/html", subject="nesting"))
+    # 3,000 unclosed font tags around "tail" read as one 12,000-letter word, as drawn.
+    assert {"deeply", "nested", "skip:t:12000"} <= set(tokens)
+    assert not [t for t in tokens if t.startswith(("span", "font", "tail"))]
+
+
 @pytest.mark.parametrize(
     "body",
     [
