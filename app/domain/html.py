@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _LINK_ATTRIBUTES = (("a", "href"), ("img", "src"), ("area", "href"), ("form", "action"))
 # Elements that sit inside a line of text: a browser draws "<b>V</b>iagra" as one word, so
-# their tags are taken out of the markup before it is parsed. Every other element (p, div,
-# td, br, li ...) separates words. Removing them as text keeps this linear: unwrapping them
-# in the parsed tree costs time with the square of their nesting. Links stay in the tree for
-# their targets and are unwrapped there (the parser never nests one link in another).
-_INLINE_TAG = re.compile(
-    r"</?(?:abbr|b|big|blink|cite|code|del|dfn|em|font|i|ins|kbd|label|mark|nobr|q|s|samp"
-    r"|small|span|strike|strong|sub|sup|tt|u|var)(?:[\s/][^<>]*)?>",
-    re.IGNORECASE,
-)
+# entering or leaving them adds no space. Every other element (p, div, td, br, li ...)
+# separates words.
+_INLINE = frozenset(
+    (
+        "a", "abbr", "b", "big", "blink", "cite", "code", "del", "dfn", "em", "font", "i",
+        "ins", "kbd", "label", "mark", "nobr", "q", "s", "samp", "small", "span", "strike",
+        "strong", "sub", "sup", "tt", "u", "var",
+    )
+)  # fmt: skip
 
 
 def html_text_and_urls(html: str) -> tuple[str, list[str]]:
@@ -28,7 +26,7 @@ def html_text_and_urls(html: str) -> tuple[str, list[str]]:
     (``fr<!-- -->ee``, ``<b>V</b>iagra``, both common ways to hide words from filters) leaves
     it whole, while block elements and line breaks separate.
     """
-    tree = LexborHTMLParser(_INLINE_TAG.sub(lambda m: _unless_in_a_tag(html, m), html))
+    tree = LexborHTMLParser(html)
     urls: list[str] = []
     for tag, attribute in _LINK_ATTRIBUTES:
         for node in tree.css(f"{tag}[{attribute}]"):
@@ -37,18 +35,34 @@ def html_text_and_urls(html: str) -> tuple[str, list[str]]:
                 urls.append(value)
     tree.strip_tags(list(_INVISIBLE))
     root = tree.body or tree.root
-    if root is None:
-        return "", urls
-    for node in list(root.traverse(include_text=True)):
-        if node.tag == "-comment":
-            node.decompose()
-    tree.unwrap_tags(["a"])
-    tree.merge_text_nodes()
-    return root.text(separator=" "), urls
+    return ("" if root is None else visible_text(root)), urls
 
 
-def _unless_in_a_tag(html: str, match: re.Match[str]) -> str:
-    """ "" for an inline tag in text; the tag itself when it follows a tag left unclosed
-    (``<font face=x <b>``), where a browser reads it as the end of that tag."""
-    start = match.start()
-    return match.group() if html.rfind("<", 0, start) > html.rfind(">", 0, start) else ""
+def visible_text(root: LexborNode) -> str:
+    """The text under ``root``, with a space wherever a non-inline element starts or ends.
+
+    One walk in document order, without recursion and without changing the tree, so the time
+    is linear in the number of nodes however deep they nest. Comments and processing
+    instructions give nothing.
+    """
+    pieces: list[str] = []
+    node = root.child
+    while node is not None:
+        tag = node.tag
+        if tag == "-text":
+            pieces.append(node.text_content or "")
+        elif tag is not None and not tag.startswith("-"):
+            if tag not in _INLINE:
+                pieces.append(" ")
+            if node.child is not None:
+                node = node.child
+                continue
+        while node is not None and node.next is None:
+            node = node.parent
+            if node is None or node.mem_id == root.mem_id:
+                return "".join(pieces)
+            if node.tag not in _INLINE:
+                pieces.append(" ")
+        if node is not None:
+            node = node.next
+    return "".join(pieces)
