@@ -46,6 +46,7 @@ def visible_text(root: LexborNode) -> str:
     instructions give nothing.
     """
     pieces: list[str] = []
+    top = root.mem_id
     node = root.child
     while node is not None:
         tag = node.tag
@@ -54,15 +55,16 @@ def visible_text(root: LexborNode) -> str:
         elif tag is not None and not tag.startswith("-"):
             if tag not in _INLINE:
                 pieces.append(" ")
-            if node.child is not None:
-                node = node.child
+            child = node.child
+            if child is not None:
+                node = child
                 continue
-        while node is not None and node.next is None:
-            node = node.parent
-            if node is None or node.mem_id == root.mem_id:
+        while node.next is None:  # climb out of every element this node ends
+            parent = node.parent
+            if parent is None or parent.mem_id == top:
                 return "".join(pieces)
-            if node.tag not in _INLINE:
+            if parent.tag not in _INLINE:
                 pieces.append(" ")
-        if node is not None:
-            node = node.next
+            node = parent
+        node = node.next
     return "".join(pieces)
