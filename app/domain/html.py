@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
@@ -16,6 +18,17 @@ _INLINE = frozenset(
         "strong", "sub", "sup", "tt", "u", "var",
     )
 )  # fmt: skip
+
+# One of the tags that carry an HTML document's text or links, as a whole tag name: "<a "
+# or "<br>", never the "<a" of an address such as "<a.b@example.com>".
+_HTML_TAG = re.compile(
+    r"<(?:html|body|head|p|div|span|br|a|img|table|td|font|center)(?=[\s/>])", re.IGNORECASE
+)
+
+
+def looks_like_html(text: str) -> bool:
+    """Whether ``text`` holds HTML markup (for a body whose MIME type was lost)."""
+    return _HTML_TAG.search(text) is not None
 
 
 def html_text_and_urls(html: str) -> tuple[str, list[str]]:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from email import policy
 from email.message import Message
 
+from app.domain.html import looks_like_html
+
 _MBOX_FROM = re.compile(rb"\AFrom [^\n]*\n")
 # A header line: a field name of printable ASCII (no colon or space), then a colon.
 _HEADER_LINE = re.compile(rb"\A[!-9;-~]+[ \t]*:")
 _SPAM_HEADER = re.compile(rb"(?i)x-spam-(?:flag|status|level|verdict)[ \t]*:")
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
-# An HTML document or fragment: one of the tags that carry its text or links.
-_HTML_TAG = re.compile(r"<(?:html|body|head|p|div|span|br|a|img|table|td|font|center)\b", re.I)
 
 
 class NotAMessage(ValueError):
@@ -145,7 +145,7 @@ def text_parts(message: Message) -> Iterator[TextPart]:
         if maintype == "text":
             yield TextPart(part.get_content_type(), text)
         else:
-            yield TextPart("text/html" if _HTML_TAG.search(text) else "text/plain", text)
+            yield TextPart("text/html" if looks_like_html(text) else "text/plain", text)
 
 
 def header_text(message: Message, name: str) -> str:

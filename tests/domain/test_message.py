@@ -124,6 +124,14 @@ def test_multipart_whose_boundary_lines_differ_is_read_as_html() -> None:
     assert not {"align", "center", "href"} & set(tokens)  # markup is not text
 
 
+def test_multipart_without_boundary_lines_holding_an_address_is_plain_text() -> None:
+    raw = message(
+        "Write to <a.b@example.com> or <br.team@example.org> today\n",
+        content_type='multipart/mixed; boundary="missing"',
+    )
+    assert {"a.b", "example.com", "br.team", "example.org", "today"} <= set(tokens_of(raw))
+
+
 def test_bad_base64_payload_does_not_raise() -> None:
     raw = message(
         "--b\nContent-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
