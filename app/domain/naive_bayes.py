@@ -173,18 +173,22 @@ def distinct_evidence(
     in all, have been learned together every time: a relay's host name and its networks, a
     mailing list's bounce address and footer. They are one observation, so only the first
     by token text is kept. Rarer tokens are all kept: two tokens seen once each in spam
-    agree by chance, not because they always travel together.
+    agree by chance, not because they always travel together. The rarer tokens come first,
+    in their given order, then one token per set of repeats (order does not matter to
+    ``multinomial``, which ranks by strength and token text).
     """
-    seen: set[tuple[str, int, tuple[tuple[str, int], ...]]] = set()
     kept: list[Evidence] = []
-    for item in sorted(evidence, key=lambda e: e.token):
-        if sum(item.counts.values()) >= least:
-            learned = tuple(sorted((label, n) for label, n in item.counts.items() if n))
-            key = ("" if group is None else group(item.token), item.in_message, learned)
-            if key in seen:
-                continue
-            seen.add(key)
-        kept.append(item)
+    first: dict[tuple[str, int, frozenset[tuple[str, int]]], Evidence] = {}
+    for item in evidence:
+        if sum(item.counts.values()) < least:
+            kept.append(item)
+            continue
+        learned = frozenset((label, n) for label, n in item.counts.items() if n)
+        key = ("" if group is None else group(item.token), item.in_message, learned)
+        held = first.get(key)
+        if held is None or item.token < held.token:
+            first[key] = item
+    kept.extend(first.values())
     return kept
 
 
