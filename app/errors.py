@@ -31,6 +31,12 @@ class StorageUnavailable(SpamFilterError):
     code = "storage_unavailable"
 
 
+class Overloaded(SpamFilterError):
+    """Too much is in flight (message bytes held in memory, connections); retry later."""
+
+    code = "overloaded"
+
+
 class StorageConflict(SpamFilterError):
     """A transaction lost a race (deadlock, serialisation failure); safe to retry."""
 

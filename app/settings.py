@@ -91,13 +91,30 @@ class DecisionSettings(BaseModel):
 
 
 class TokenizerSettings(BaseModel):
-    """Caps on what one message contributes (see app.domain.tokenizer)."""
+    """The input limits: caps on what one message contributes and on how deep, long or wide
+    its structure may be before the rest is read as opaque text (see app.domain.tokenizer and
+    app.domain.message). Past every limit a ``meta:limit:*`` token records that it was hit;
+    no limit ever turns a message into an error."""
 
     max_token_length: int = Field(40, ge=4, le=1000)
     max_tokens: int = Field(5000, ge=10)
     scan_bytes: int = Field(
         512 * KIB, ge=KIB, description="only the first N bytes of a larger message are tokenised"
     )
+    max_mime_depth: int = Field(
+        20, ge=1, le=200, description="MIME nesting (multipart, message/rfc822) read as parts"
+    )
+    max_mime_parts: int = Field(500, ge=1, description="MIME parts read as parts per message")
+    max_comment_depth: int = Field(
+        8, ge=1, le=100, description="nested ( ) comments read in an address header"
+    )
+    max_html_depth: int = Field(
+        256, ge=1, le=10_000, description="nested HTML elements read as markup"
+    )
+    max_header_bytes: int = Field(
+        16 * KIB, ge=256, description="bytes of one header field that are tokenised"
+    )
+    max_header_tokens: int = Field(200, ge=1, description="tokens one header field contributes")
 
 
 class ServerSettings(BaseModel):
@@ -112,6 +129,21 @@ class ServerSettings(BaseModel):
     max_message_bytes: int = Field(
         25 * MIB, ge=KIB, description="hard cap; larger requests get 413"
     )
+    max_buffered_bytes: int = Field(
+        128 * MIB,
+        ge=KIB,
+        description="bytes of message bodies held in memory at once by one process, across "
+        "every connection and adapter; past it a request gets 503 (milter: tempfail)",
+    )
+    max_connections: int = Field(
+        256, ge=1, description="concurrent HTTP connections per worker; more get 503"
+    )
+    idle_timeout_seconds: float = Field(
+        5.0, gt=0, description="an idle keep-alive HTTP connection is closed after this"
+    )
+    read_timeout_seconds: float = Field(
+        30.0, gt=0, description="a request body must arrive within this (slow clients: 408)"
+    )
 
 
 class SpamdSettings(BaseModel):
@@ -121,6 +153,9 @@ class SpamdSettings(BaseModel):
     port: int = Field(783, ge=0, le=65535)
     allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
     timeout_seconds: float = Field(30.0, gt=0, description="read timeout per request")
+    idle_timeout_seconds: float = Field(
+        5.0, gt=0, description="a connection that sends nothing for this long is closed"
+    )
     max_connections: int = Field(64, ge=1)
 
 
@@ -144,6 +179,15 @@ class MilterSettings(BaseModel):
     socket: str = Field("inet:8891@127.0.0.1", description="inet:PORT@HOST or unix:PATH")
     timeout_seconds: float = Field(
         60.0, gt=0, description="per classification and per frame; idle connections live longer"
+    )
+    # Why 600 s: Postfix keeps one milter connection per SMTP session and a client may idle up
+    # to smtpd_timeout (300 s) between commands; twice that never cuts a live session, while
+    # libmilter's 7,210 s let about 1,000 idle connections use up the file descriptors.
+    idle_timeout_seconds: float = Field(
+        600.0, gt=0, description="a connection silent between frames for this long is closed"
+    )
+    max_connections: int = Field(
+        256, ge=1, description="concurrent MTA connections; more are closed at once"
     )
 
 

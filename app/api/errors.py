@@ -20,6 +20,7 @@ from app.errors import (
     InvalidLabel,
     InvalidMessage,
     MessageTooLarge,
+    Overloaded,
     SpamFilterError,
     StorageConflict,
     StorageUnavailable,
@@ -40,6 +41,7 @@ STATUS: Mapping[type[SpamFilterError], int] = {
     MessageTooLarge: 413,
     InvalidLabel: 422,
     StorageUnavailable: 503,
+    Overloaded: 503,
     # Raised only after the service's own retries are used up: the client may retry later.
     StorageConflict: 503,
     ConfigurationError: 500,
