@@ -8,7 +8,8 @@ SpamAssassin 4.0's spamd byte for byte (spamd/spamd.raw; spamd/PROTOCOL):
 * CHECK: ``SPAMD/1.1 0 EX_OK``, ``Spam: True ; 7.3 / 5.0``, a blank line.
 * SYMBOLS, REPORT, REPORT_IFSPAM: from 1.3 ``Content-length`` then ``Spam`` and the body;
   to 1.2 ``Spam`` only (no length; Exim sends ``REPORT SPAMC/1.2``), SYMBOLS adding a CRLF.
-* PROCESS, HEADERS: from 1.3 ``Content-length`` and ``Spam``; to 1.2 ``Content-length`` only.
+* PROCESS, HEADERS: from 1.3 ``Content-length`` and ``Spam``; to 1.2 ``Content-length`` only;
+  the message's own X-Spam-* fields are dropped and ours added at the top.
 * TELL: ``DidSet: local`` / ``DidRemove: local`` when something changed, then two CRLF
   (spamd writes one more than the blank line; clients stop at the blank line).
 * PING: ``SPAMD/1.5 0 PONG``; from 1.5 the request carries a header block (usually empty).
@@ -26,6 +27,7 @@ from enum import IntEnum, StrEnum
 
 from app.adapters.spamd.report import (
     CheckResult,
+    drop_spam_headers,
     format_report,
     header_block,
     wire_score,
@@ -37,6 +39,7 @@ from app.errors import (
     InvalidLabel,
     InvalidMessage,
     MessageTooLarge,
+    Overloaded,
     SpamFilterError,
     StorageConflict,
     StorageUnavailable,
@@ -82,6 +85,7 @@ EXIT_CODES: Mapping[type[SpamFilterError], ExitCode] = {
     InvalidLabel: ExitCode.USAGE,
     StorageUnavailable: ExitCode.TEMPFAIL,
     StorageConflict: ExitCode.TEMPFAIL,  # raised only once the service's retries are used up
+    Overloaded: ExitCode.TEMPFAIL,  # the process's buffered-bytes budget is full
     ConfigurationError: ExitCode.CONFIG,
 }
 _DETAILED = frozenset({ExitCode.USAGE, ExitCode.DATAERR, ExitCode.PROTOCOL})
@@ -315,9 +319,12 @@ def render_response(response: Response) -> bytes:
 
 def error_response(error: Exception) -> ErrorResponse:
     """The refusal for ``error``: SpamdError as raised, the hierarchy through EXIT_CODES,
-    anything else EX_SOFTWARE."""
+    MemoryError EX_TEMPFAIL (it may pass once other requests are done), anything else
+    (a bug, RecursionError included) EX_SOFTWARE."""
     if isinstance(error, SpamdError):
         return ErrorResponse(error.status, error.detail)
+    if isinstance(error, MemoryError):
+        return ErrorResponse(ExitCode.TEMPFAIL, "out_of_memory")
     status = next(
         (EXIT_CODES[cls] for cls in type(error).__mro__ if cls in EXIT_CODES), ExitCode.SOFTWARE
     )
@@ -347,9 +354,9 @@ def _check_body(response: CheckResponse) -> bytes:
     result = response.result
     match response.line.method:
         case Method.PROCESS:
-            return add_headers(response.message, result.headers)
+            return add_headers(drop_spam_headers(response.message), result.headers)
         case Method.HEADERS:
-            return header_block(add_headers(response.message, result.headers))
+            return header_block(add_headers(drop_spam_headers(response.message), result.headers))
         case Method.SYMBOLS:
             names = ",".join(clue_symbol(clue.token) for clue in result.clues).encode("ascii")
             return names + CRLF if response.line.version < (1, 3) else names

@@ -1,15 +1,25 @@
-"""The spamd transport: asyncio sockets, framing, size cap, read timeout, connection limit.
+"""The spamd transport: asyncio sockets, framing, size cap, timeouts, connection limit.
 
 One request per connection, as spamd serves it: read the request line, the header block and
 the body (``protocol`` parses them), call the service in a worker thread, write the reply,
 close. The limits come from settings:
 
-* ``spamd.timeout_seconds`` bounds reading the whole request (a client that stalls gets
-  ``79 Timeout``) and writing the reply;
+* ``spamd.idle_timeout_seconds``: a client that sends nothing for this long (before its
+  request line, or at any pause within the request) gets ``79 Timeout`` and is closed;
+* ``spamd.timeout_seconds`` bounds reading the whole request (a client trickling bytes gets
+  ``79 Timeout`` too), the service's answer (past it ``75 Temporary failure``) and writing
+  the reply;
 * ``server.max_message_bytes`` is the hard size cap: a larger Content-length is refused
   before a byte of the body is read;
+* ``server.max_buffered_bytes``: the bodies every connection holds come from one BodyBudget
+  per server; a body that finds it full gets ``75 Temporary failure: overloaded``;
 * ``spamd.max_connections`` requests are served at once; further connections wait in the
   listen backlog, as they wait for a free child with spamd, rather than being refused.
+
+Fail-safe: whatever goes wrong while a request is read or answered (the service raising
+anything, RecursionError and MemoryError included) becomes one spamd status line (see
+``protocol.error_response``: 70 for a bug, 75 for what may pass), never a dropped connection;
+the connection's slot is released whatever happens.
 
 Nothing here decides anything about mail: verdicts, scores, scope and idempotency are the
 service's (``classify``, ``mail_report``, ``learn``, ``forget``, ``scope_for``).
@@ -19,10 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from app.adapters.spamd.protocol import (
     MAX_HEADER_FIELDS,
@@ -47,6 +59,7 @@ from app.adapters.spamd.protocol import (
     tell_action,
 )
 from app.adapters.spamd.report import CheckResult
+from app.admission import BodyBudget, Reservation
 from app.errors import MessageTooLarge
 from app.service import Classification, MailReport, Outcome, SpamFilter
 from app.settings import Settings
@@ -59,22 +72,42 @@ _CHUNK = 64 * 1024
 # closing with unread input does not reset the connection before the reply is read.
 _LINGER_SECONDS = 1.0
 _LEARNED = (Outcome.LEARNED, Outcome.RELABELLED)
+T = TypeVar("T")
+
+
+class IdleTimeout(TimeoutError):
+    """The client sent nothing for ``spamd.idle_timeout_seconds``."""
 
 
 class SpamdServer:
-    """A spamd-protocol listener on ``settings.spamd.host``/``port`` (port 0: any free one)."""
+    """A spamd-protocol listener on ``settings.spamd.host``/``port`` (port 0: any free one).
 
-    def __init__(self, service: SpamFilter, settings: Settings) -> None:
+    ``budget`` caps the body bytes all connections hold at once; by default one is built from
+    ``server.max_buffered_bytes`` (one per server, so one per process).
+    """
+
+    def __init__(
+        self, service: SpamFilter, settings: Settings, budget: BodyBudget | None = None
+    ) -> None:
         self._service = service
         self._host = settings.spamd.host
         self._port = settings.spamd.port
         self._allow_tell = settings.spamd.allow_tell
         self._timeout = settings.spamd.timeout_seconds
+        self._idle_timeout = settings.spamd.idle_timeout_seconds
         self._max_bytes = settings.server.max_message_bytes
+        if budget is None:
+            budget = BodyBudget(settings.server.max_buffered_bytes)
+        self._budget = budget
         self._slots = asyncio.Semaphore(settings.spamd.max_connections)
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def budget(self) -> BodyBudget:
+        """The byte budget request bodies are drawn from."""
+        return self._budget
 
     @property
     def address(self) -> tuple[str, int]:
@@ -128,7 +161,11 @@ class SpamdServer:
             log.error("spamd: connection failed", exc_info=task.exception())
 
     async def _connection(self, conn: socket.socket) -> None:
-        reader, writer = await asyncio.open_connection(sock=conn, limit=LINE_LIMIT)
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn, limit=LINE_LIMIT)
+        except BaseException:
+            conn.close()
+            raise
         try:
             reply = await self._exchange(reader)
             async with asyncio.timeout(self._timeout):
@@ -146,32 +183,48 @@ class SpamdServer:
 
     async def _exchange(self, reader: asyncio.StreamReader) -> bytes | None:
         """Read one request and return the reply bytes (None: close without replying)."""
+        hold = self._budget.reserve()
         try:
-            async with asyncio.timeout(self._timeout):
-                head, raw = await self._read_request(reader)
+            head, raw = await self._receive(reader, hold)
+        except IdleTimeout:
+            return self._refuse(_timeout_error(self._idle_timeout))
         except TimeoutError:
-            detail = f"({self._timeout:g} second socket timeout reading input from client)"
-            return self._refuse(SpamdError(ExitCode.TIMEOUT, detail))
+            return self._refuse(_timeout_error(self._timeout))
         except ConnectionError:
             raise  # the client went away: nobody to answer
         except Exception as error:
             return self._refuse(error)
         if head.line.method is Method.SKIP:
-            return None
+            return None  # SKIP and PING have no body: nothing is held
         if head.line.method is Method.PING:
             return render_response(PongResponse())
         try:
-            request = Request(head, decode_body(head, raw, self._max_bytes))
-            response = await asyncio.to_thread(self._answer, request)
+            work = functools.partial(self._reply, head, raw, hold)
+            return await _in_thread(work, self._timeout, hold)
+        except TimeoutError:
+            detail = f"(no answer within {self._timeout:g} seconds)"
+            return self._refuse(SpamdError(ExitCode.TEMPFAIL, detail))
         except Exception as error:
             return self._refuse(error)
-        return render_response(response)
 
-    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[RequestHead, bytes]:
-        line = parse_request_line(await _read_line(reader))
+    async def _receive(
+        self, reader: asyncio.StreamReader, hold: Reservation
+    ) -> tuple[RequestHead, bytes]:
+        """The request, read within ``spamd.timeout_seconds``; ``hold`` is released if not."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await self._read_request(reader, hold)
+        except BaseException:
+            hold.release()
+            raise
+
+    async def _read_request(
+        self, reader: asyncio.StreamReader, hold: Reservation
+    ) -> tuple[RequestHead, bytes]:
+        line = parse_request_line(await self._read_line(reader))
         fields: list[bytes] = []
         if line.has_headers:
-            while not is_end_of_head(field := await _read_line(reader)):
+            while not is_end_of_head(field := await self._read_line(reader)):
                 fields.append(field)
                 if len(fields) > MAX_HEADER_FIELDS:
                     raise bad_request("(too many headers)")
@@ -179,7 +232,40 @@ class SpamdServer:
         if not line.has_body:
             return head, b""
         self._admit(head)
-        return head, await self._read_body(reader, head.content_length)
+        return head, await self._read_body(reader, head.content_length, hold)
+
+    async def _read_body(
+        self, reader: asyncio.StreamReader, length: int | None, hold: Reservation
+    ) -> bytes:
+        """The body: ``length`` bytes (fewer if the client closes first; decode_body answers
+        the mismatch), or up to the end of input; each chunk drawn from the budget."""
+        chunks: list[bytes] = []
+        size = 0
+        while length is None or size < length:
+            want = _CHUNK if length is None else min(_CHUNK, length - size)
+            chunk = await self._idle(reader.read(want))
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise MessageTooLarge(f"message is over the limit of {self._max_bytes} bytes")
+            hold.grow(len(chunk))
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _read_line(self, reader: asyncio.StreamReader) -> bytes:
+        try:
+            return await self._idle(reader.readline())
+        except ValueError as error:  # the stream's limit: a line longer than LINE_LIMIT
+            raise bad_request(f"(line longer than {LINE_LIMIT} bytes)") from error
+
+    async def _idle(self, read: Awaitable[T]) -> T:
+        """``read``, or IdleTimeout when no byte comes for ``spamd.idle_timeout_seconds``."""
+        try:
+            async with asyncio.timeout(self._idle_timeout):
+                return await read
+        except TimeoutError as error:
+            raise IdleTimeout from error
 
     def _admit(self, head: RequestHead) -> None:
         """Refuse before reading the body: TELL when not enabled, or a body over the cap."""
@@ -195,23 +281,15 @@ class SpamdServer:
                 f"Content-length {head.content_length} is over the limit of {self._max_bytes} bytes"
             )
 
-    async def _read_body(self, reader: asyncio.StreamReader, length: int | None) -> bytes:
-        if length is not None:
-            try:
-                return await reader.readexactly(length)
-            except asyncio.IncompleteReadError as error:
-                return error.partial  # decode_body answers the length mismatch
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await reader.read(_CHUNK):
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise MessageTooLarge(f"message is over the limit of {self._max_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+    def _reply(self, head: RequestHead, raw: bytes, hold: Reservation) -> bytes:
+        """The reply bytes to a whole request (runs in a worker thread)."""
+        body = decode_body(head, raw, self._max_bytes)
+        if head.compressed:
+            hold.grow(len(body))  # the inflated message is held too
+        return render_response(self._answer(Request(head, body)))
 
     def _answer(self, request: Request) -> Response:
-        """The service's answer to a request (runs in a worker thread)."""
+        """The service's answer to a request."""
         head = request.head
         scope = self._service.scope_for(head.user)
         if head.line.method is Method.TELL:
@@ -301,11 +379,30 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-async def _read_line(reader: asyncio.StreamReader) -> bytes:
-    try:
-        return await reader.readline()
-    except ValueError as error:  # the stream's limit: a line longer than LINE_LIMIT
-        raise bad_request(f"(line longer than {LINE_LIMIT} bytes)") from error
+def _timeout_error(seconds: float) -> SpamdError:
+    """spamd's own words for a client that is too slow."""
+    detail = f"({seconds:g} second socket timeout reading input from client)"
+    return SpamdError(ExitCode.TIMEOUT, detail)
+
+
+async def _in_thread(work: Callable[[], T], timeout: float, hold: Reservation) -> T:
+    """``work()`` in a worker thread, waited for at most ``timeout`` seconds (TimeoutError).
+
+    A thread cannot be stopped: after a timeout it runs on, and ``hold`` (the bytes it works
+    on) goes back to the budget only when it ends, so the budget never undercounts.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    task.add_done_callback(functools.partial(_settled, hold))
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        raise TimeoutError(f"no answer within {timeout:g} seconds")
+    return task.result()
+
+
+def _settled(hold: Reservation, task: asyncio.Future[Any]) -> None:
+    hold.release()
+    if not task.cancelled():
+        task.exception()  # retrieved: nobody may be waiting for it any more
 
 
 async def _linger(reader: asyncio.StreamReader) -> None:

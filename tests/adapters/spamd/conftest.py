@@ -135,13 +135,21 @@ def sqlite_spamd(
     run_spamd: Callable[[SpamFilter, Settings], Spamd],
 ) -> SpamdFactory:
     """Like ``make_spamd`` on a SQLite file only, for transport tests the database cannot
-    change (framing, timeouts, caps): they need not run twice."""
+    change (framing, timeouts, caps): they need not run twice. ``max_buffered_bytes`` sets
+    the process's BodyBudget."""
     drop_settings(monkeypatch)
 
-    def make(*, trained: bool = False, max_message_bytes: int | None = None, **spamd: Any) -> Spamd:
+    def make(
+        *,
+        trained: bool = False,
+        max_message_bytes: int | None = None,
+        max_buffered_bytes: int | None = None,
+        **spamd: Any,
+    ) -> Spamd:
         overrides = spamd_overrides(**spamd)
-        if max_message_bytes is not None:
-            overrides["server"] = {"max_message_bytes": max_message_bytes}
+        server = {"max_message_bytes": max_message_bytes, "max_buffered_bytes": max_buffered_bytes}
+        if any(value is not None for value in server.values()):
+            overrides["server"] = {k: v for k, v in server.items() if v is not None}
         url = f"sqlite:///{tmp_path / 'spamd.db'}"
         settings = Settings(_env_file=None, database_url=url, **overrides)
         service = make_service(settings)

@@ -24,10 +24,11 @@ from app.adapters.spamd.protocol import (
     TellResponse,
     error_response,
     parse_request,
+    parse_request_line,
     render_response,
     tell_action,
 )
-from app.adapters.spamd.report import CheckResult, header_block, wire_score
+from app.adapters.spamd.report import CheckResult, drop_spam_headers, header_block, wire_score
 from app.domain.naive_bayes import Clue
 from app.domain.rewrite import add_headers
 from app.errors import (
@@ -35,6 +36,7 @@ from app.errors import (
     InvalidLabel,
     InvalidMessage,
     MessageTooLarge,
+    Overloaded,
     StorageConflict,
     StorageUnavailable,
 )
@@ -319,6 +321,32 @@ def test_process_13_on(version: tuple[int, int]) -> None:
     )
 
 
+def test_process_and_headers_drop_the_x_spam_fields_the_message_came_with() -> None:
+    forged = b"X-Spam-Flag: NO\r\nx-spam-status: No, score=-100\r\n\tfolded\r\n"
+    line = parse_request_line(b"PROCESS SPAMC/1.5\r\n")
+    processed = _check_reply(line, forged + MSG)
+    assert processed.endswith(b"\r\n\r\n" + ADDED + MSG)
+    headers = _check_reply(parse_request_line(b"HEADERS SPAMC/1.5\r\n"), forged + MSG)
+    assert headers.endswith(b"\r\n\r\n" + ADDED + HEAD)
+
+
+def _check_reply(line: RequestLine, message: bytes) -> bytes:
+    return render_response(CheckResponse(line, SPAM, message))
+
+
+def test_drop_spam_headers_keeps_every_other_byte() -> None:
+    message = (
+        b"From alice Mon Jan  1 00:00:00 2024\n"
+        b"X-Spam-Flag: YES\nSubject: a\nX-SPAM-Level: ***\n  more\nX-Spamish: kept\n"
+        b"\nX-Spam-Flag: in the body\n"
+    )
+    assert drop_spam_headers(message) == (
+        b"From alice Mon Jan  1 00:00:00 2024\nSubject: a\nX-Spamish: kept\n"
+        b"\nX-Spam-Flag: in the body\n"
+    )
+    assert drop_spam_headers(MSG) is MSG
+
+
 def test_headers_stops_after_the_blank_line() -> None:
     assert reply(Method.HEADERS, (1, 5)) == (
         b"SPAMD/1.1 0 EX_OK\r\nContent-length: 118\r\nSpam: True ; 7.3 / 5.0\r\n\r\n" + ADDED + HEAD
@@ -374,6 +402,9 @@ def test_details_cannot_break_the_status_line() -> None:
         (StorageConflict("deadlock"), b"SPAMD/1.0 75 Temporary failure: storage_conflict\r\n"),
         (ConfigurationError("x"), b"SPAMD/1.0 78 Configuration error: configuration_error\r\n"),
         (RuntimeError("secret"), b"SPAMD/1.0 70 Internal error: internal\r\n"),
+        (RecursionError("deep"), b"SPAMD/1.0 70 Internal error: internal\r\n"),
+        (Overloaded("full"), b"SPAMD/1.0 75 Temporary failure: overloaded\r\n"),
+        (MemoryError(), b"SPAMD/1.0 75 Temporary failure: out_of_memory\r\n"),
     ],
 )
 def test_the_error_hierarchy_maps_to_sysexits(error: Exception, line: bytes) -> None:
