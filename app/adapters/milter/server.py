@@ -5,20 +5,32 @@ Sockets are named as libmilter and Sendmail name them: ``inet:PORT@HOST``, ``ine
 ``unix:PATH`` or ``local:PATH`` (Postfix's main.cf writes ``inet:HOST:PORT`` for the same
 listener). ``inet:PORT`` alone listens on every address, which needs ``allow_public_bind``.
 
-Timeouts: a classification, and a frame that has begun to arrive, get ``milter.timeout_seconds``
-each (a stalled peer or a stuck database then meets ``mail.on_error``, or loses the
-connection). Between frames the MTA may be silent much longer: Postfix holds one milter
-connection for a whole SMTP session, and the client may idle between commands for up to
-``smtpd_timeout`` (300 s); closing it then would make Postfix apply milter_default_action to that
-client's next message. So an idle connection is closed only after ``IDLE_TIMEOUT``.
-Frames above ``protocol.MAX_FRAME`` end the connection; messages above
-``server.max_message_bytes`` are cut there and their head classified (see ``session``).
+Limits, all from settings:
+
+* ``milter.timeout_seconds`` per classification, per frame (from its first byte to its last:
+  a peer trickling a frame a byte at a time is cut off), and per reply written. A stalled
+  peer loses the connection; a classification that takes longer meets ``mail.on_error``.
+* ``milter.idle_timeout_seconds`` between frames: Postfix holds one milter connection for a
+  whole SMTP session, and the client may idle between commands for up to ``smtpd_timeout``
+  (300 s), so a silent connection is closed only after this much longer limit.
+* ``milter.max_connections`` connections at once; one more is closed as soon as it is
+  accepted (with a log line), and the MTA applies its own ``milter_default_action``.
+* ``server.max_buffered_bytes``: the bytes every session of the process buffers come from one
+  BodyBudget; a message that finds it full is tempfailed (see ``session``).
+* ``protocol.MAX_FRAME``: a longer frame ends the connection; ``server.max_message_bytes``:
+  a longer message is cut there and its head classified (see ``session``).
+
+Fail-safe: any error while judging a message (the service raising anything, including
+RecursionError or MemoryError, a timeout, a verdict that cannot be encoded) is answered at end
+of message as ``mail.on_error`` says, with the X-Spam-* fields the message came with deleted
+when it is let through. An error in one connection closes that connection only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -26,22 +38,32 @@ import socket
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from app.adapters.milter.protocol import FrameDecoder, OptionNegotiation, ProtocolError
+from app.adapters.milter.protocol import (
+    Command,
+    FrameDecoder,
+    OptionNegotiation,
+    ProtocolError,
+)
 from app.adapters.milter.responses import Response, encode
-from app.adapters.milter.session import Close, Message, Session
+from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Session
+from app.admission import BodyBudget, Reservation
 from app.binding import check_open_listener
 from app.bootstrap import build_service, migrate_database
-from app.errors import ConfigurationError, InvalidMessage, SpamFilterError, describe
+from app.errors import (
+    ConfigurationError,
+    InvalidMessage,
+    Overloaded,
+    SpamFilterError,
+    describe,
+)
 from app.service import MailReport, SpamFilter
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
-# Why 7210 s: libmilter's own default (smfi_settimeout), longer than any MTA's SMTP session
-# timeout, so a filter never drops a connection the MTA still means to use.
-IDLE_TIMEOUT = 7210.0
+T = TypeVar("T")
 _SOCKET_FORMS = "inet:PORT@HOST, inet6:PORT@HOST, unix:PATH or local:PATH"
 
 
@@ -133,15 +155,37 @@ async def _serve_until_signal(
 
 
 class MilterServer:
-    """Accepts MTA connections and runs one Session on each."""
+    """Accepts MTA connections and runs one Session on each.
 
-    def __init__(self, service: SpamFilter, settings: Settings) -> None:
+    ``budget`` caps the message bytes every connection buffers at once; by default one is
+    built from ``server.max_buffered_bytes`` (one per server, so one per process).
+    """
+
+    def __init__(
+        self, service: SpamFilter, settings: Settings, budget: BodyBudget | None = None
+    ) -> None:
         self._service = service
         self._timeout = settings.milter.timeout_seconds
+        self._idle_timeout = settings.milter.idle_timeout_seconds
+        self._max_connections = settings.milter.max_connections
         self._max_message_bytes = settings.server.max_message_bytes
         self._on_error = settings.mail.on_error
+        if budget is None:
+            budget = BodyBudget(settings.server.max_buffered_bytes)
+        self._budget = budget
+        self._open = 0
         self._server: asyncio.AbstractServer | None = None
         self._unix_path: str | None = None
+
+    @property
+    def budget(self) -> BodyBudget:
+        """The byte budget the sessions draw from."""
+        return self._budget
+
+    @property
+    def connections(self) -> int:
+        """Connections being served now."""
+        return self._open
 
     async def start(self, endpoint: Endpoint) -> str:
         """Bind and start accepting; returns the bound address (the real port for port 0)."""
@@ -166,7 +210,15 @@ class MilterServer:
                 os.unlink(self._unix_path)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        session = Session(self._max_message_bytes)
+        if self._open >= self._max_connections:
+            log.warning(
+                "milter: %d connections open (milter.max_connections); closing a new one",
+                self._open,
+            )
+            await _close(writer)
+            return
+        self._open += 1
+        session = Session(self._max_message_bytes, self._budget)
         try:
             await self._converse(session, reader, writer)
         except TimeoutError:
@@ -176,57 +228,122 @@ class MilterServer:
         except (ConnectionError, asyncio.IncompleteReadError) as error:
             log.debug("milter peer went away: %s", error)
         except Exception:
-            log.exception("milter connection failed")
+            log.exception("milter connection failed; closing it")
         finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
+            self._open -= 1
+            session.close()
+            await _close(writer)
 
     async def _converse(
         self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         decoder = FrameDecoder()
+        loop = asyncio.get_running_loop()
+        frame_deadline: float | None = None  # when the frame begun must be whole
         while True:
-            timeout = self._timeout if decoder.pending else max(self._timeout, IDLE_TIMEOUT)
-            data = await asyncio.wait_for(reader.read(READ_SIZE), timeout)
+            wait = self._idle_timeout
+            if frame_deadline is not None:
+                wait = max(frame_deadline - loop.time(), 0.0)
+            data = await asyncio.wait_for(reader.read(READ_SIZE), wait)
             if not data:
                 return
-            for command in decoder.feed(data):
-                if isinstance(command, OptionNegotiation):
-                    offer = (command.version, command.actions, command.steps)
-                    log.debug("MTA offers version %d, actions %#x, steps %#x", *offer)
-                outcome = session.handle(command)
+            commands = decoder.feed(data)
+            for command in commands:
+                outcome = session.handle(_logged(command))
                 if isinstance(outcome, Close):
                     return
-                if isinstance(outcome, Message):
-                    outcome = await self._evaluate(session, outcome)
-                if outcome:
-                    writer.write(b"".join(encode(response) for response in outcome))
-            await writer.drain()
+                writer.write(await self._respond(session, outcome))
+            await asyncio.wait_for(writer.drain(), self._timeout)
+            # A new frame's clock starts once we have answered the ones before it.
+            if commands or not decoder.pending:
+                frame_deadline = None
+            if decoder.pending and frame_deadline is None:
+                frame_deadline = loop.time() + self._timeout
 
-    async def _evaluate(self, session: Session, message: Message) -> tuple[Response, ...]:
+    async def _respond(self, session: Session, outcome: Outcome) -> bytes:
+        """The bytes to send for what the session made of one command."""
+        if isinstance(outcome, Message):
+            return await self._evaluate(session, outcome)
+        if isinstance(outcome, NoRoom):
+            queue_id = outcome.queue_id or "-"
+            held, limit = self._budget.held, self._budget.limit
+            # Transient, so tempfail whatever on_error says: the MTA retries in a few minutes.
+            log.warning(
+                "%s: not classified (overloaded: %d of %d buffered bytes in use); tempfail",
+                queue_id,
+                held,
+                limit,
+            )
+            return _encoded(session.failure("tempfail"))
+        assert not isinstance(outcome, Close)
+        return _encoded(outcome)
+
+    async def _evaluate(self, session: Session, message: Message) -> bytes:
         """Classify in a worker thread; map every failure to mail.on_error."""
         queue_id = message.queue_id or "-"
         try:
-            report = await asyncio.wait_for(asyncio.to_thread(self._report, message), self._timeout)
+            work = functools.partial(self._report, message)
+            report = await _in_thread(work, self._timeout, message.hold)
+            reply = _encoded(session.verdict(report))
         except InvalidMessage as error:
             # Not an internal error: the same bytes would fail again, so never tempfail them.
-            log.info("%s: not classified (%s); accepted without headers", queue_id, error)
-            return session.failure("accept")
+            log.info("%s: not classified (%s); accepted unjudged", queue_id, error)
+            return _encoded(session.failure("accept"))
+        except Overloaded as error:
+            log.warning("%s: not classified (%s); tempfail", queue_id, describe(error))
+            return _encoded(session.failure("tempfail"))
         except (SpamFilterError, TimeoutError) as error:
             detail = describe(error)
             log.warning("%s: classification failed (%s); %s", queue_id, detail, self._on_error)
-            return session.failure(self._on_error)
+            return _encoded(session.failure(self._on_error))
         except Exception:
             log.exception("%s: classification failed; %s", queue_id, self._on_error)
-            return session.failure(self._on_error)
+            return _encoded(session.failure(self._on_error))
         cut = ", head only (size cap)" if message.truncated else ""
         log.info("%s: score %.1f, %s%s", queue_id, report.score, report.action, cut)
-        return session.verdict(report)
+        return reply
 
     def _report(self, message: Message) -> MailReport:
         scope = self._service.scope_for(message.recipient)
         return self._service.mail_report(self._service.classify(message.raw, scope))
+
+
+async def _in_thread(work: Callable[[], T], timeout: float, hold: Reservation | None) -> T:
+    """``work()`` in a worker thread, waited for at most ``timeout`` seconds (TimeoutError).
+
+    A thread cannot be stopped: after a timeout it runs on, and ``hold`` (the bytes it works
+    on) goes back to the budget only when it ends, so the budget never undercounts.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    task.add_done_callback(functools.partial(_settled, hold))
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        raise TimeoutError(f"no answer within {timeout:g} seconds")
+    return task.result()
+
+
+def _settled(hold: Reservation | None, task: asyncio.Future[Any]) -> None:
+    if hold is not None:
+        hold.release()
+    if not task.cancelled():
+        task.exception()  # retrieved: nobody may be waiting for it any more
+
+
+def _logged(command: Command) -> Command:
+    if isinstance(command, OptionNegotiation):
+        offer = (command.version, command.actions, command.steps)
+        log.debug("MTA offers version %d, actions %#x, steps %#x", *offer)
+    return command
+
+
+def _encoded(responses: tuple[Response, ...]) -> bytes:
+    return b"".join(encode(response) for response in responses)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(ConnectionError, OSError):
+        await writer.wait_closed()
 
 
 def _remove_stale_socket(path: str) -> None:

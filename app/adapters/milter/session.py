@@ -9,9 +9,17 @@ the transport to classify. ``verdict`` then turns the service's MailReport into 
 * reject: SMFIR_REPLYCODE ``550 5.7.1 Message rejected as spam``;
 * quarantine: the same header edits, SMFIR_QUARANTINE with a reason, then SMFIR_CONTINUE.
 
-``failure`` answers when classification could not be done: SMFIR_ACCEPT or SMFIR_TEMPFAIL,
-as ``mail.on_error`` says (what Postfix's ``milter_default_action`` does when a filter is
-down). Thresholds and actions come from the service; nothing here decides what is spam.
+``failure`` answers when the message could not be judged (the service raised, timed out, or
+the message is not RFC 822): SMFIR_TEMPFAIL, or the message let through *with the X-Spam-*
+fields it came with deleted* (SMFIR_CHGHEADER, then SMFIR_CONTINUE), never a bare SMFIR_ACCEPT
+that would deliver a sender's forged ``X-Spam-Flag: NO`` as if we had written it. Thresholds
+and actions come from the service; nothing here decides what is spam.
+
+Memory: the bytes a session buffers are drawn from the process's ``BodyBudget`` (shared by
+every connection). When the budget is full the session stops buffering, asks the MTA to skip
+the rest of the body and, at end of message, answers ``NoRoom``: the transport tempfails it,
+whatever ``mail.on_error`` says, since a full budget is transient. At end of message the
+reservation moves into the ``Message``; whoever classifies it gives the bytes back.
 
 Size cap: at most ``max_message_bytes`` (the service's hard cap) are buffered. Beyond it the
 session stops buffering, asks the MTA to skip the rest of the body (SMFIR_SKIP, when the MTA
@@ -23,7 +31,7 @@ into a temporary failure the MTA would retry for days.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from app.adapters.milter.protocol import (
@@ -47,7 +55,6 @@ from app.adapters.milter.protocol import (
     Unknown,
 )
 from app.adapters.milter.responses import (
-    Accept,
     ChangeHeader,
     Continue,
     InsertHeader,
@@ -58,6 +65,8 @@ from app.adapters.milter.responses import (
     TempFail,
     negotiate,
 )
+from app.admission import BodyBudget, Reservation
+from app.errors import Overloaded
 
 if TYPE_CHECKING:
     from app.service import MailReport
@@ -73,11 +82,22 @@ CRLF = b"\r\n"
 @dataclass(frozen=True, slots=True)
 class Message:
     """A whole message to classify: raw bytes (CRLF line ends), the first envelope recipient,
-    whether the size cap cut it, and the MTA's queue id (macro ``i``) for logs."""
+    whether the size cap cut it, and the MTA's queue id (macro ``i``) for logs.
+
+    ``hold`` is the budget reservation for ``raw``; release it once the message is judged.
+    """
 
     raw: bytes
     recipient: str | None
     truncated: bool
+    queue_id: str | None
+    hold: Reservation | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NoRoom:
+    """End of a message that could not be buffered: the process's byte budget was full."""
+
     queue_id: str | None
 
 
@@ -86,7 +106,7 @@ class Close:
     """The MTA said QUIT: close the connection without a reply."""
 
 
-Outcome = tuple[Response, ...] | Message | Close
+Outcome = tuple[Response, ...] | Message | NoRoom | Close
 CLOSE = Close()
 _CONTINUE: tuple[Response, ...] = (Continue(),)
 
@@ -94,16 +114,21 @@ _CONTINUE: tuple[Response, ...] = (Continue(),)
 class Session:
     """The state of one MTA connection; one message at a time, any number per connection."""
 
-    def __init__(self, max_message_bytes: int) -> None:
+    def __init__(self, max_message_bytes: int, budget: BodyBudget | None = None) -> None:
+        """``budget`` is shared by every session of a process (None: one for this session
+        alone, which the size cap never fills)."""
         self._cap = max_message_bytes
+        self._budget = budget if budget is not None else BodyBudget(max_message_bytes)
+        self._hold = self._budget.reserve()
         self.actions = Action(0)
         self.steps = Step(0)
         self.macros: dict[str, str] = {}
+        self._deletions: tuple[Response, ...] = ()
         self._reset_message()
 
     def handle(self, command: Command) -> Outcome:
-        """The responses to ``command`` (empty when none is due), a Message to classify, or
-        Close."""
+        """The responses to ``command`` (empty when none is due), a Message to classify,
+        NoRoom (end of a message the budget had no room for), or Close."""
         match command:
             case OptionNegotiation():
                 reply = negotiate(command, WANTED_ACTIONS, WANTED_STEPS)
@@ -148,39 +173,47 @@ class Session:
         return _CONTINUE
 
     def verdict(self, report: MailReport) -> tuple[Response, ...]:
-        """The end-of-message responses for the service's report; the message is then done."""
-        try:
-            if report.action == "reject":
-                return (REJECT,)
-            edits = self._header_edits(report.headers)
-            if report.action == "quarantine" and Action.QUARANTINE in self.actions:
-                reason = f"spam: score {report.score:.1f}, required {report.required:.1f}"
-                return (*edits, Quarantine(reason), Continue())
-            return (*edits, Continue())
-        finally:
-            self._reset_message()
+        """The end-of-message responses for the service's report on the last message."""
+        if report.action == "reject":
+            return (REJECT,)
+        inserts: list[Response] = []
+        if Action.ADD_HEADERS in self.actions:
+            inserts += [
+                InsertHeader(i, name, value) for i, (name, value) in enumerate(report.headers)
+            ]
+        edits = (*self._deletions, *inserts)
+        if report.action == "quarantine" and Action.QUARANTINE in self.actions:
+            reason = f"spam: score {report.score:.1f}, required {report.required:.1f}"
+            return (*edits, Quarantine(reason), Continue())
+        return (*edits, Continue())
 
     def failure(self, on_error: Literal["accept", "tempfail"]) -> tuple[Response, ...]:
-        """The end-of-message response when the message could not be classified."""
-        self._reset_message()
-        return (TempFail(),) if on_error == "tempfail" else (Accept(),)
+        """The end-of-message responses when the last message could not be judged: tempfail,
+        or let it through with the X-Spam-* fields it came with deleted (when the MTA offered
+        header changes; SMFIR_CONTINUE then accepts it with those edits)."""
+        if on_error == "tempfail":
+            return (TempFail(),)
+        return (*self._deletions, Continue())
 
-    def _header_edits(self, headers: list[tuple[str, str]]) -> list[Response]:
-        edits: list[Response] = []
-        if Action.CHANGE_HEADERS in self.actions:
-            # Last occurrence first, so deleting one never renumbers the next to delete.
-            edits += [ChangeHeader(index, name, "") for name, index in reversed(self._forged)]
-        if Action.ADD_HEADERS in self.actions:
-            edits += [InsertHeader(i, name, value) for i, (name, value) in enumerate(headers)]
-        return edits
+    def close(self) -> None:
+        """The connection ended: give back the bytes of a message in progress (idempotent)."""
+        self._reset_message()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of the message in progress held from the budget."""
+        return self._hold.size
 
     def _reset_message(self) -> None:
+        self._hold.release()
         self._recipients: list[str] = []
         self._buffer = bytearray()
         self._in_body = False
         self._truncated = False
+        self._no_room = False
         self._seen: dict[str, int] = {}
         self._forged: list[tuple[str, int]] = []
+        self._deletions = ()
 
     def _add_header(self, header: Header) -> None:
         key = header.name.lower()
@@ -201,22 +234,45 @@ class Session:
     def _add_body(self, data: bytes) -> Response:
         self._end_headers()
         self._append(data)
-        if self._truncated and Step.SKIP in self.steps:
+        if (self._truncated or self._no_room) and Step.SKIP in self.steps:
             return Skip()
         return Continue()
 
     def _append(self, data: bytes) -> None:
+        if self._no_room:
+            return
         room = self._cap - len(self._buffer)
         if len(data) > room:
             self._truncated = True
             data = data[: max(room, 0)]
+        try:
+            self._hold.grow(len(data))
+        except Overloaded:
+            # Drop what is held: this message will be tempfailed, and others need the room.
+            self._no_room = True
+            self._hold.release()
+            self._buffer = bytearray()
+            return
         self._buffer += data
 
-    def _message(self) -> Message:
+    def _message(self) -> Message | NoRoom:
         self._end_headers()
         recipient = self._recipients[0] if self._recipients else None
         queue_id = self.macros.get("i")
-        return Message(bytes(self._buffer), recipient, self._truncated, queue_id)
+        # Last occurrence first, so deleting one never renumbers the next to delete.
+        deletions: tuple[Response, ...] = ()
+        if Action.CHANGE_HEADERS in self.actions:
+            deletions = tuple(ChangeHeader(i, name, "") for name, i in reversed(self._forged))
+        if self._no_room:
+            self._reset_message()
+            self._deletions = deletions
+            return NoRoom(queue_id)
+        raw, hold, truncated = bytes(self._buffer), self._hold, self._truncated
+        self._buffer = bytearray()  # one copy of the message, not two, while it is judged
+        self._hold = self._budget.reserve()
+        self._reset_message()
+        self._deletions = deletions
+        return Message(raw, recipient, truncated, queue_id, hold)
 
 
 def _sendable_name(name: str) -> bool:

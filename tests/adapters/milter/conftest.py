@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from app.adapters.milter.server import MilterServer, parse_socket
+from app.admission import BodyBudget
 from app.service import SpamFilter
 from app.settings import Settings
 from tests.adapters.peers import require_program
@@ -230,11 +231,16 @@ class InProcessMilter:
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
     thread: threading.Thread | None = None
 
-    def start(self, socket: str) -> None:
+    @property
+    def server(self) -> MilterServer:
+        """The server (after ``start``)."""
+        return self._server
+
+    def start(self, socket: str, budget: BodyBudget | None = None) -> None:
         """Bind ``socket`` and serve in a daemon thread."""
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self._server = MilterServer(self.service, self.settings)
+        self._server = MilterServer(self.service, self.settings, budget)
         bound = asyncio.run_coroutine_threadsafe(
             self._server.start(parse_socket(socket)), self.loop
         )

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from app.adapters.milter import server
 from app.adapters.milter.server import Endpoint, check_bind, parse_socket
 from app.cli import cli
 from app.errors import ConfigurationError, StorageUnavailable
+from app.evaluation.hostile import shape
 from app.settings import Settings
 from tests.adapters.milter.conftest import InProcessMilter, hammy_message, spammy_message
 
@@ -224,30 +224,111 @@ def test_an_idle_connection_outlives_the_timeout_until_the_idle_limit(
     milter_settings: Callable[..., Settings],
     in_process_milter: StartMilter,
     peer_factory: Callable[[str], Peer],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    milter = in_process_milter(milter_settings(milter={"timeout_seconds": 0.2}), "inet:0@127.0.0.1")
+    limits = {"timeout_seconds": 0.2, "idle_timeout_seconds": 1.0}
+    milter = in_process_milter(milter_settings(milter=limits), "inet:0@127.0.0.1")
     peer = peer_factory(milter.socket)
     peer.sock.sendall(frame(b"O" + OFFER))
     assert peer.response()[:1] == b"O"
-    time.sleep(0.6)  # an SMTP client pausing between commands
+    time.sleep(0.5)  # an SMTP client pausing between commands, longer than timeout_seconds
     peer.sock.sendall(frame(b"Hclient\x00"))
     assert peer.response() == b"c"
-    monkeypatch.setattr(server, "IDLE_TIMEOUT", 0.3)
-    peer.sock.sendall(frame(b"Hclient\x00"))  # the next wait uses the patched limit
-    assert peer.response() == b"c"
-    assert peer.response() == b""
+    assert peer.response() == b""  # then silent past idle_timeout_seconds: closed
 
 
-@pytest.mark.parametrize(
-    ("on_error", "error", "reply"),
-    [
-        ("tempfail", StorageUnavailable("database is locked"), b"t"),
-        ("accept", StorageUnavailable("database is locked"), b"a"),
-        ("tempfail", RuntimeError("unexpected"), b"t"),
-        ("accept", RuntimeError("unexpected"), b"a"),
-    ],
-)
+def closed(peer: Peer) -> bool:
+    """True once the milter has closed the connection (EOF, or a reset for unread input)."""
+    try:
+        return peer.response() == b""
+    except ConnectionResetError:
+        return True
+
+
+def wait_for_connections(milter: InProcessMilter, count: int) -> None:
+    """Until the server serves ``count`` connections (it notices a close asynchronously)."""
+    deadline = time.monotonic() + 10
+    while milter.server.connections != count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert milter.server.connections == count
+
+
+def test_an_idle_connection_is_closed_and_its_slot_serves_a_new_one(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    limits = {"idle_timeout_seconds": 0.3, "max_connections": 1}
+    milter = in_process_milter(milter_settings(milter=limits), "inet:0@127.0.0.1")
+    idle = peer_factory(milter.socket)
+    idle.sock.sendall(frame(b"O" + OFFER))
+    assert idle.response()[:1] == b"O"
+    assert closed(idle)  # silent past the idle timeout
+    wait_for_connections(milter, 0)
+    early, final = send(peer_factory(milter.socket), conversation(spammy_message()))
+    assert early[0][:1] == b"O" and final[-1] == b"c"
+
+
+def test_past_max_connections_a_new_connection_is_closed_at_once(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    milter = in_process_milter(milter_settings(milter={"max_connections": 2}), "inet:0@127.0.0.1")
+    held = [peer_factory(milter.socket) for _ in range(2)]
+    for peer in held:
+        peer.sock.sendall(frame(b"O" + OFFER))
+        assert peer.response()[:1] == b"O"
+    refused = peer_factory(milter.socket)
+    refused.sock.sendall(frame(b"O" + OFFER))
+    assert closed(refused)
+    assert milter.server.connections == 2
+    held[0].sock.close()  # one slot frees; the next connection is served
+    wait_for_connections(milter, 1)
+    early, final = send(peer_factory(milter.socket), conversation(hammy_message()))
+    assert early[0][:1] == b"O" and final[-1] == b"c"
+    held[1].sock.sendall(frame(b"Hclient\x00"))  # the other held connection still works
+    assert held[1].response() == b"c"
+
+
+def test_a_frame_trickled_a_byte_at_a_time_meets_the_frame_deadline(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+) -> None:
+    # Every byte comes well within both timeouts; the whole frame never would.
+    limits = {"timeout_seconds": 0.5, "idle_timeout_seconds": 5.0}
+    milter = in_process_milter(milter_settings(milter=limits), "inet:0@127.0.0.1")
+    peer = peer_factory(milter.socket)
+    peer.sock.sendall(frame(b"O" + OFFER))
+    assert peer.response()[:1] == b"O"
+    helo = frame(b"H" + b"x" * 200 + b"\x00")
+    try:
+        for byte in helo:  # about 10 s, unless the milter hangs up first
+            peer.sock.sendall(bytes([byte]))
+            time.sleep(0.05)
+    except OSError:
+        pass  # the milter hung up mid-frame
+    assert closed(peer)  # never a reply to the frame
+    assert milter.server.connections == 0
+
+
+# hammy_message's forged X-Spam-Flag and X-Spam-Status deleted (last first), then continue.
+STRIPPED = [
+    b"m\x00\x00\x00\x01X-Spam-Status\x00\x00",
+    b"m\x00\x00\x00\x01X-Spam-Flag\x00\x00",
+    b"c",
+]
+ERRORS = [
+    StorageUnavailable("database is locked"),
+    RuntimeError("unexpected"),
+    RecursionError("maximum recursion depth exceeded"),
+    MemoryError(),
+    TimeoutError(),
+]
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda error: type(error).__name__)
+@pytest.mark.parametrize(("on_error", "reply"), [("tempfail", [b"t"]), ("accept", STRIPPED)])
 def test_a_failing_service_gets_the_on_error_reply(
     milter_settings: Callable[..., Settings],
     in_process_milter: StartMilter,
@@ -255,7 +336,7 @@ def test_a_failing_service_gets_the_on_error_reply(
     monkeypatch: pytest.MonkeyPatch,
     on_error: str,
     error: Exception,
-    reply: bytes,
+    reply: list[bytes],
 ) -> None:
     milter = in_process_milter(milter_settings(mail={"on_error": on_error}), "inet:0@127.0.0.1")
 
@@ -265,7 +346,28 @@ def test_a_failing_service_gets_the_on_error_reply(
     monkeypatch.setattr(milter.service, "classify", fail)
     early, final = send(peer_factory(milter.socket), conversation(hammy_message()))
     assert set(early[1:]) == {b"c"}
-    assert final == [reply]
+    assert final == reply
+    assert milter.server.budget.held == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "size"),
+    [("nested-comments", 4_000), ("unclosed-comments", 20_000), ("nested-multipart", 240_000)],
+)
+def test_a_hostile_message_is_judged_or_let_through_without_forged_headers(
+    milter_settings: Callable[..., Settings],
+    in_process_milter: StartMilter,
+    peer_factory: Callable[[str], Peer],
+    name: str,
+    size: int,
+) -> None:
+    milter = in_process_milter(milter_settings(), "inet:0@127.0.0.1")
+    early, final = send(peer_factory(milter.socket), conversation(shape(name).build(size)))
+    assert set(early[1:]) == {b"c"}
+    # judged (our headers inserted after the deletions) or let through unjudged (on_error
+    # accept): either way the forged X-Spam-Status and X-Spam-Flag are deleted first
+    assert final[:2] == STRIPPED[:2] and final[-1] == b"c"
+    assert milter.server.budget.held == 0
 
 
 def test_a_slow_service_gets_the_on_error_reply_after_the_timeout(
@@ -296,7 +398,7 @@ def test_a_message_that_cannot_be_parsed_is_accepted_even_with_tempfail(
     frames = [b"O" + OFFER, b"M<a@example.org>\x00", b"R<b@example.net>\x00", b"N"]
     early, final = send(peer_factory(milter.socket), [*frames, b"Bnot a header\r\n", b"E"])
     assert [r[:1] for r in early] == [b"O", b"c", b"c", b"c", b"c"]
-    assert final == [b"a"]
+    assert final == [b"c"]  # accepted unjudged (nothing forged to delete)
 
 
 def test_a_stale_unix_socket_is_replaced_and_a_live_one_refused(

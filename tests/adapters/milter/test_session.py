@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytest
-
 from app.adapters.milter.protocol import (
     Abort,
     Action,
@@ -27,7 +25,6 @@ from app.adapters.milter.protocol import (
     Unknown,
 )
 from app.adapters.milter.responses import (
-    Accept,
     ChangeHeader,
     Continue,
     InsertHeader,
@@ -37,7 +34,8 @@ from app.adapters.milter.responses import (
     TempFail,
     encode,
 )
-from app.adapters.milter.session import CLOSE, REJECT, Message, Session
+from app.adapters.milter.session import CLOSE, REJECT, Message, NoRoom, Session
+from app.admission import BodyBudget
 from app.service import MailReport
 
 EVERYTHING = OptionNegotiation(6, Action(0x1FF), Step(0x1FFFFF))
@@ -186,11 +184,22 @@ def test_what_the_mta_did_not_offer_is_not_done() -> None:
     )
 
 
-@pytest.mark.parametrize(("on_error", "response"), [("accept", Accept()), ("tempfail", TempFail())])
-def test_failure_answers_as_on_error_says(on_error: str, response: object) -> None:
+def test_failure_tempfails_or_lets_the_message_through_without_its_forged_headers() -> None:
     session = negotiated()
-    feed(session, transaction())
-    assert session.failure(on_error) == (response,)  # type: ignore[arg-type]
+    feed(session, transaction(("X-Spam-Flag", b"NO"), ("Subject", b"Hi"), ("X-Spam-Flag", b"NO")))
+    assert session.failure("tempfail") == (TempFail(),)
+    # Never a bare SMFIR_ACCEPT: it would deliver the sender's X-Spam-Flag: NO as ours.
+    assert session.failure("accept") == (
+        ChangeHeader(2, "X-Spam-Flag", ""),
+        ChangeHeader(1, "X-Spam-Flag", ""),
+        Continue(),
+    )
+
+
+def test_failure_without_header_changes_offered_accepts_with_no_edits() -> None:
+    session = negotiated(OptionNegotiation(6, Action.ADD_HEADERS, Step(0)))
+    feed(session, transaction(("X-Spam-Flag", b"NO")))
+    assert session.failure("accept") == (Continue(),)
 
 
 def test_state_is_reset_after_end_of_message_and_abort() -> None:
@@ -231,3 +240,51 @@ def test_over_the_cap_without_skip_the_body_is_still_read_to_the_end() -> None:
     assert outcomes[-3:-1] == [(Continue(),), (Continue(),)]
     message = outcomes[-1]
     assert isinstance(message, Message) and message.truncated and len(message.raw) == 32
+
+
+# The buffered-bytes budget ---------------------------------------------------------------
+
+
+def test_the_message_takes_its_bytes_from_the_budget_and_hands_them_on() -> None:
+    budget = BodyBudget(1024)
+    session = Session(1024, budget)
+    session.handle(EVERYTHING)
+    *_, message = feed(session, transaction(("Subject", b"x"), body=[b"hello\r\n"]))
+    assert isinstance(message, Message) and message.hold is not None
+    assert budget.held == message.hold.size == len(message.raw)
+    assert session.buffered == 0  # the next message starts with nothing held
+    message.hold.release()  # by whoever judged it
+    assert budget.held == 0
+
+
+def test_a_full_budget_skips_the_body_and_ends_in_no_room() -> None:
+    budget = BodyBudget(64)
+    session = Session(1024, budget)
+    session.handle(EVERYTHING)
+    outcomes = feed(
+        session, transaction(("X-Spam-Flag", b"NO"), ("Subject", b"big"), body=[b"a" * 100, b"b"])
+    )
+    assert outcomes[-3:-1] == [(Skip(),), (Skip(),)]
+    assert outcomes[-1] == NoRoom(queue_id=None)
+    assert budget.held == 0  # given back at once, for the other connections
+    # tempfailed as a transient condition; let through, the forged field would still go
+    assert session.failure("tempfail") == (TempFail(),)
+    assert session.failure("accept") == (ChangeHeader(1, "X-Spam-Flag", ""), Continue())
+    # the next message on the connection fits again
+    *_, message = feed(session, transaction(("Subject", b"small")))
+    assert isinstance(message, Message) and message.raw.startswith(b"Subject: small")
+
+
+def test_abort_and_close_give_the_bytes_of_a_message_in_progress_back() -> None:
+    budget = BodyBudget(1024)
+    session = Session(1024, budget)
+    session.handle(EVERYTHING)
+    feed(session, transaction(("Subject", b"x"))[:-1])
+    assert budget.held == session.buffered > 0
+    session.handle(Abort())
+    assert budget.held == 0
+    feed(session, transaction(("Subject", b"x"))[:-1])
+    assert budget.held > 0
+    session.close()
+    session.close()
+    assert budget.held == 0
