@@ -25,7 +25,7 @@ from app.domain.decision import (
     worth_learning,
 )
 from app.domain.labels import LABELS, Label, parse_label
-from app.domain.message import NotAMessage, parse
+from app.domain.message import MimeLimits, NotAMessage, parse
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -143,10 +143,16 @@ class SpamFilter:
     def __init__(self, store: Store, settings: Settings) -> None:
         self._store = store
         self._settings = settings
+        limits = settings.tokenizer
         self._options = TokenizerOptions(
-            max_token_length=settings.tokenizer.max_token_length,
-            max_tokens=settings.tokenizer.max_tokens,
+            max_token_length=limits.max_token_length,
+            max_tokens=limits.max_tokens,
+            max_header_bytes=limits.max_header_bytes,
+            max_header_tokens=limits.max_header_tokens,
+            max_comment_depth=limits.max_comment_depth,
+            max_html_depth=limits.max_html_depth,
         )
+        self._mime_limits = MimeLimits(limits.max_mime_depth, limits.max_mime_parts)
         self._thresholds = Thresholds(
             ham=settings.decision.ham_log_odds,
             spam=settings.decision.spam_log_odds,
@@ -174,7 +180,7 @@ class SpamFilter:
                 f"{self._settings.server.max_message_bytes}"
             )
         try:
-            parsed = parse(raw, self._settings.tokenizer.scan_bytes)
+            parsed = parse(raw, self._settings.tokenizer.scan_bytes, self._mime_limits)
         except NotAMessage as error:
             raise InvalidMessage(str(error)) from error
         return Analysed(parsed.digest, tokenize(parsed, self._options), parsed.truncated)

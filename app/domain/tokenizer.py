@@ -17,7 +17,7 @@ from email.utils import getaddresses
 from itertools import islice
 
 from app.domain.html import html_text_and_urls
-from app.domain.message import ParsedMessage, header_text, header_values, text_parts
+from app.domain.message import ParsedMessage, Part, header_text, header_values, text_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +28,21 @@ class TokenizerOptions:
     (a 300-character base64 run or URL-encoded blob says "long garbage", not its spelling).
     ``max_tokens``: tokens counted per message, headers first, then body in order; the rest is
     dropped so one huge message cannot dominate the counts or the request time.
+    ``max_header_bytes`` and ``max_header_tokens``: what one header field may give (only its
+    first characters are read; its further tokens are dropped). ``max_comment_depth``: an
+    address header whose ( ) comments nest deeper is read without its comments.
+    ``max_html_depth``: HTML elements nested deeper are flattened (see html.bound_depth).
+    Past each of these limits a ``meta:limit:<name>`` token records that it was hit: deep
+    nesting and giant headers are evidence in themselves.
     """
 
     max_token_length: int = 40
     min_token_length: int = 2
     max_tokens: int = 5000
+    max_header_bytes: int = 16 * 1024
+    max_header_tokens: int = 200
+    max_comment_depth: int = 8
+    max_html_depth: int = 256
 
 
 # A word: letters/digits with inner apostrophes, dots, dashes, dollar and euro signs.
@@ -47,7 +57,12 @@ _IPV6 = re.compile(r"(?<![\w:.])(?:ipv6:)?([0-9a-f:]{2,39})(?![\w:.])")
 # /48 (a site) and /32 (a provider's allocation) as hextet counts.
 _IPV4_NETWORKS = (3, 2, 1)
 _IPV6_NETWORKS = (4, 3, 2)
-_HOSTNAME = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
+# Runs of host-name characters; each run is split into labels in Python (host_names). A
+# pattern that finds host names directly, "(?:[a-z0-9-]+\.)+[a-z]{2,}", backtracks with the
+# square of a run's length: a 32 KB Received header of "a.a.a..." took 6 s.
+_HOST_RUN = re.compile(r"[a-z0-9_.-]+")
+# The last label: letters, ending the label or followed by a dash ("com" of "com-x").
+_TLD = re.compile(r"[a-z]{2,}(?![a-z0-9])")
 # Scripts written without spaces between words: kana, CJK ideographs (with extension A, the
 # compatibility block and the supplementary planes), Hangul syllables, half-width katakana.
 _CJK_RUN = re.compile(
@@ -66,12 +81,15 @@ def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
     """Token counts for one message (each occurrence counted, at most ``max_tokens`` in all)."""
     counts: Counter[str] = Counter()
     budget = options.max_tokens
-    if parsed.truncated and budget > 0:
-        counts["meta:truncated"] += 1
+    flags = (["meta:truncated"] if parsed.truncated else []) + [
+        f"meta:limit:{name}" for name in sorted(parsed.limits)
+    ]
+    for flag in flags[:budget]:
+        counts[flag] += 1
         budget -= 1
     limit = options.max_token_length + _NAMESPACE_ALLOWANCE
     # Count first, then fold: fold_long runs once per distinct token, not per occurrence.
-    for token, count in Counter(islice(_all_tokens(parsed.message, options), budget)).items():
+    for token, count in Counter(islice(_all_tokens(parsed, options), budget)).items():
         counts[fold_long(token, limit)] += count
     return counts
 
@@ -96,13 +114,16 @@ def fold_long(token: str, limit: int) -> str:
     return f"{namespace}skip:{len(token) // 10 * 10}"
 
 
-def _all_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
-    yield from header_tokens(message, options)
-    yield from mime_tokens(message)
-    for part in text_parts(message):
+def _all_tokens(parsed: ParsedMessage, options: TokenizerOptions) -> Iterator[str]:
+    yield from header_tokens(parsed.message, options)
+    yield from mime_tokens(parsed.parts)
+    for part in text_parts(parsed.parts):
         if part.content_type == "text/html":
-            text, links = html_text_and_urls(part.text)
-            yield from url_tokens(links)
+            html = html_text_and_urls(part.text, options.max_html_depth)
+            if html.too_deep:
+                yield "meta:limit:html-depth"
+            yield from url_tokens(html.urls)
+            text = html.text
         else:
             text = part.text
         # A URL is evidence once, as url: tokens; left in the text it would also split into
@@ -153,21 +174,57 @@ def cjk_bigrams(runs: Iterable[str]) -> Iterator[str]:
 
 
 def header_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
-    """Tokens from the headers that carry evidence: Subject, addresses, relays, mailer."""
-    yield from words(header_text(message, "subject"), options, "subject:")
+    """Tokens from the headers that carry evidence: Subject, addresses, relays, mailer.
+
+    Each field gives at most ``max_header_tokens`` tokens from its first ``max_header_bytes``
+    characters (see TokenizerOptions).
+    """
+    cap = options.max_header_bytes
+
+    def text(name: str) -> str:
+        return header_text(message, name, cap)
+
+    yield from _bounded(message, "subject", options, words(text("subject"), options, "subject:"))
     for field in ("from", "reply-to", "return-path"):
-        yield from address_tokens(field, header_text(message, field), options)
+        yield from _bounded(message, field, options, address_tokens(field, text(field), options))
     for field in _HEADERS_AS_WORDS:
-        yield from words(header_text(message, field), options, f"{field}:")
-    message_id = header_text(message, "message-id")
+        yield from _bounded(message, field, options, words(text(field), options, f"{field}:"))
+    message_id = text("message-id")
     if "@" in message_id:
         yield f"message-id:domain:{message_id.rsplit('@', 1)[1].strip('<> ').lower()}"
     for received in header_values(message, "received"):
-        yield from received_tokens(received)
+        tokens = received_tokens(received[:cap])
+        yield from _capped(len(received) > cap, options.max_header_tokens, tokens)
+
+
+def _bounded(
+    message: Message, name: str, options: TokenizerOptions, tokens: Iterator[str]
+) -> Iterator[str]:
+    """``tokens`` of header ``name`` within the per-field limits."""
+    cut = len(str(message.get(name, ""))) > options.max_header_bytes
+    return _capped(cut, options.max_header_tokens, tokens)
+
+
+def _capped(cut: bool, limit: int, tokens: Iterator[str]) -> Iterator[str]:
+    """At most ``limit`` of ``tokens``, then a ``meta:limit:`` token for each limit hit."""
+    if cut:
+        yield "meta:limit:header-bytes"
+    taken = list(islice(tokens, limit + 1))
+    yield from taken[:limit]
+    if len(taken) > limit:
+        yield "meta:limit:header-tokens"
 
 
 def address_tokens(field: str, value: str, options: TokenizerOptions) -> Iterator[str]:
-    """``field:addr:``, ``field:domain:`` and display-name word tokens of an address header."""
+    """``field:addr:``, ``field:domain:`` and display-name word tokens of an address header.
+
+    ( ) comments nested deeper than ``max_comment_depth`` (or never closed that deep) are
+    removed first, with a ``meta:limit:comment-depth`` token: the stdlib address parser
+    recurses once per level, and 500 nested comments overflowed Python's stack.
+    """
+    value, too_deep = bound_comments(value, options.max_comment_depth)
+    if too_deep:
+        yield "meta:limit:comment-depth"
     for name, address in getaddresses([value]):
         address = address.lower().strip()
         if "@" in address:
@@ -182,7 +239,7 @@ def received_tokens(value: str) -> Iterator[str]:
     addresses: a relay never seen before still says which provider's or region's block it
     sits in."""
     lowered = value.lower()
-    for host in _HOSTNAME.findall(lowered.split(";", 1)[0]):
+    for host in host_names(lowered.split(";", 1)[0]):
         yield f"received:host:{host}"
     for octets in _IPV4.findall(lowered):
         for length in _IPV4_NETWORKS:
@@ -208,6 +265,70 @@ def ipv6_networks(candidate: str) -> Iterator[str]:
         yield f"received:ip6:{':'.join(hextets[:length])}"
 
 
+def host_names(text: str) -> Iterator[str]:
+    """Dotted host names in lower-cased ``text``: two or more labels of letters, digits and
+    dashes, the last of two or more letters (``mx1.example.com``; never ``1.2.3.4``).
+
+    Linear: each run of host-name characters is split into labels once, and in each stretch
+    of non-empty labels the longest prefix that ends in such a last label is the name.
+    """
+    for run in _HOST_RUN.findall(text):
+        if "." not in run:
+            continue
+        labels = run.split(".")
+        start = 0
+        for end in range(len(labels) + 1):
+            # An empty label, or one with "_" (a word character, so never at a name's word
+            # boundary), ends a stretch.
+            if end < len(labels) and labels[end] and "_" not in labels[end]:
+                continue
+            yield from _longest_name(labels[start:end])
+            start = end + 1
+
+
+def _longest_name(labels: list[str]) -> Iterator[str]:
+    # A name starts at a word boundary: never with the dashes that may begin a run.
+    while labels and not labels[0].lstrip("-"):
+        labels = labels[1:]
+    if labels:
+        labels = [labels[0].lstrip("-"), *labels[1:]]
+    for last in range(len(labels) - 1, 0, -1):
+        top = _TLD.match(labels[last])
+        if top:
+            yield ".".join([*labels[:last], top.group()])
+            return
+
+
+def bound_comments(value: str, max_depth: int) -> tuple[str, bool]:
+    """``value`` without its ( ) comments when they nest deeper than ``max_depth``, and
+    whether they did. One pass: quoted strings and backslash escapes are honoured as the
+    address parser honours them, and an unclosed comment runs to the end."""
+    if value.count("(") <= max_depth:
+        return value, False
+    depth = deepest = 0
+    quoted = escaped = False
+    kept: list[str] = []
+    for char in value:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"' and not depth:
+            quoted = not quoted
+        elif char == "(" and not quoted:
+            depth += 1
+            deepest = max(deepest, depth)
+            continue
+        elif char == ")" and depth:
+            depth -= 1
+            continue
+        if not depth:
+            kept.append(char)
+    if deepest <= max_depth:
+        return value, False
+    return "".join(kept), True
+
+
 def url_tokens(urls: Iterable[str]) -> Iterator[str]:
     """``url:host:``, ``url:domain:`` (last two labels) and ``url:path:`` tokens."""
     for url in urls:
@@ -225,9 +346,9 @@ def url_tokens(urls: Iterable[str]) -> Iterator[str]:
                 yield f"url:path:{piece}"
 
 
-def mime_tokens(message: Message) -> Iterator[str]:
+def mime_tokens(parts: Iterable[Part]) -> Iterator[str]:
     """The MIME structure: content types, charsets, attachment file extensions."""
-    for part in message.walk():
+    for part in (p.fields for p in parts):
         yield f"mime:type:{part.get_content_type()}"
         charset = part.get_param("charset")
         if isinstance(charset, str) and charset:

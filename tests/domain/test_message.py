@@ -12,6 +12,7 @@ import pytest
 
 from app.domain.message import (
     NotAMessage,
+    Part,
     decode_bytes,
     digest_of,
     header_text,
@@ -162,7 +163,7 @@ def test_nul_byte_charset_on_an_already_parsed_part() -> None:
         'Content-Type: text/plain; charset="utf\x00-8"\n\ncaf\xe9\n', policy=policy.compat32
     )
     assert part_charset(part) in (None, "utf\x00-8")
-    assert [p.text.strip() for p in text_parts(part)] == ["café"]
+    assert [p.text.strip() for p in text_parts([Part(part, "leaf")])] == ["café"]
 
 
 @pytest.mark.parametrize("charset", ["x-no-such-charset", "utf-99", '"', "   ", "../../etc"])
