@@ -1,7 +1,10 @@
 """One message through the filter: classify, add the X-Spam fields, never lose the message.
 
-``filter_message`` is the whole contract: whatever goes wrong (not a message, too large,
-database down or not migrated, a bug), the output is the input, byte for byte, and the exit
+``filter_message`` is the whole contract. The X-Spam-* fields the message came with are
+dropped first, always: a sender's own ``X-Spam-Flag: NO`` must never reach a procmail or
+Sieve rule as if it were ours. Then, on success, ours are added; whatever goes wrong instead
+(not a message, too large, database down or not migrated, a recursion or memory error, a
+bug), the output is the input without those fields, every other byte kept, and the exit
 status is 3. The classifier is a function of the raw bytes; ``classifier`` picks one:
 
 * with ``SPAMFILTER_FILTER_URL`` set, the running HTTP service (``client.py``), falling back
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from app.adapters.pipe.report import ExitCode, FilterReport
-from app.domain.rewrite import add_headers
+from app.domain.rewrite import add_headers, drop_spam_headers
 from app.errors import describe
 
 if TYPE_CHECKING:
@@ -39,18 +42,40 @@ class Filtered:
 
 
 def filter_message(raw: bytes, classify: Classify, errors: TextIO | None = None) -> Filtered:
-    """``raw`` with the X-Spam fields added, or ``raw`` unchanged (exit 3) on any error.
+    """``raw`` without its own X-Spam-* fields, with ours added; on any error, ``raw``
+    without its own X-Spam-* fields and nothing added (exit 3).
 
-    Any exception is caught on purpose: a filter that dies loses the mail in some set-ups
-    (procmail without ``w``, a Postfix pipe script), so a failure is one line on ``errors``.
+    Any exception is caught on purpose (RecursionError and MemoryError included: by the time
+    they arrive here the stack and the memory that raised them are released): a filter that
+    dies loses the mail in some set-ups (procmail without ``w``, a Postfix pipe script), so
+    a failure is one line on ``errors``.
     """
     try:
         report = classify(raw)
-        return Filtered(add_headers(raw, report.headers), report.exit_code, report.verdict)
+        output = add_headers(drop_spam_headers(raw), report.headers)
+        return Filtered(output, report.exit_code, report.verdict)
     except Exception as error:
-        if errors is not None:
-            errors.write(f"{PROGRAM}: {describe(error)}; message passed through unchanged\n")
-        return Filtered(raw, ExitCode.ERROR)
+        _say(errors, f"{describe(error)}; message passed through unjudged")
+        return Filtered(_unjudged(raw, errors), ExitCode.ERROR)
+
+
+def _unjudged(raw: bytes, errors: TextIO | None) -> bytes:
+    """``raw`` without its X-Spam-* fields; ``raw`` itself only if even that fails.
+
+    Removing them costs a copy of the message. Should that copy run out of memory, the
+    message goes out as it came rather than not at all: losing mail is the worse failure,
+    and exit 3 tells the delivery agent that nothing here was judged.
+    """
+    try:
+        return drop_spam_headers(raw)
+    except Exception as error:
+        _say(errors, f"{describe(error)}; its X-Spam fields could not be removed")
+        return raw
+
+
+def _say(errors: TextIO | None, line: str) -> None:
+    if errors is not None:
+        errors.write(f"{PROGRAM}: {line}\n")
 
 
 def service_classifier(service: SpamFilter) -> Classify:

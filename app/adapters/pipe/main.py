@@ -19,7 +19,8 @@ from app.adapters.pipe.report import ExitCode, FilterReport
 from app.errors import ConfigurationError, describe
 
 EXIT_CODES = """\
-exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unchanged).
+exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unjudged).
+X-Spam-* fields the message came with are removed, whatever the outcome.
 environment: SPAMFILTER_DATABASE_URL and the other SPAMFILTER_* settings; with
 SPAMFILTER_FILTER_URL=http://HOST:PORT the running HTTP service classifies (falling back to
 the database when it does not answer), SPAMFILTER_FILTER_TIMEOUT seconds (default 5)."""

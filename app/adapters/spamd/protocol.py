@@ -25,14 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum, StrEnum
 
-from app.adapters.spamd.report import (
-    CheckResult,
-    drop_spam_headers,
-    format_report,
-    header_block,
-    wire_score,
-)
-from app.domain.rewrite import add_headers
+from app.adapters.spamd.report import CheckResult, format_report, wire_score
+from app.domain.rewrite import add_headers, drop_spam_headers, header_block
 from app.domain.spam_headers import clue_symbol
 from app.errors import (
     ConfigurationError,

@@ -1,16 +1,26 @@
-"""What check replies present: the score as spamd shows it, symbols, the report text, and
-the message with the X-Spam headers added (and those it came with dropped). Pure functions of
-a CheckResult and bytes.
+"""What check replies present: the score as spamd shows it, symbols and the report text.
+Pure functions of a CheckResult. The message with the X-Spam headers added (and those it came
+with dropped) is app.domain.rewrite's, shared with the pipe filter.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.domain.naive_bayes import Clue
+
+# Re-exported for the callers that still import them from here; app.domain.rewrite owns them.
+from app.domain.rewrite import drop_spam_headers, header_block
 from app.domain.spam_headers import clue_symbol, shown_score
+
+__all__ = [
+    "CheckResult",
+    "drop_spam_headers",
+    "format_report",
+    "header_block",
+    "wire_score",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,32 +64,3 @@ def format_report(result: CheckResult) -> str:
         lines.append("          (none: the model knows none of the message's tokens)")
     lines += ["", "A clue's log-odds (nats) above 0 point to spam, below 0 to ham."]
     return "\n".join(lines) + "\n"
-
-
-def header_block(message: bytes) -> bytes:
-    """The header block up to and including the blank line (all of it when there is none)."""
-    match = re.search(rb"\r?\n\r?\n", message)
-    return message[: match.end()] if match else message
-
-
-_OWN_PREFIX = b"x-spam-"
-_LINES = re.compile(rb"[^\n]*\n|[^\n]+")
-
-
-def drop_spam_headers(message: bytes) -> bytes:
-    """``message`` without the X-Spam-* fields of its header block (folded lines included).
-
-    SpamAssassin drops them too before it adds its own: a sender's forged ``X-Spam-Flag: NO``
-    must not reach a Sieve or procmail rule under ours. Every other byte is kept.
-    """
-    head = header_block(message)
-    if _OWN_PREFIX not in head.lower():
-        return message
-    kept: list[bytes] = []
-    dropping = False
-    for line in _LINES.findall(head):
-        if line[:1] not in (b" ", b"\t"):  # a new field (or the blank line): not a fold
-            dropping = line[: len(_OWN_PREFIX)].lower() == _OWN_PREFIX
-        if not dropping:
-            kept.append(line)
-    return b"".join(kept) + message[len(head) :]

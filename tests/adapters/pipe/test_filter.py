@@ -84,7 +84,7 @@ def test_not_a_message_is_passed_through_with_exit_3(trained: SpamFilter) -> Non
     assert (filtered.output, filtered.code) == (NOT_A_MESSAGE, ExitCode.ERROR)
     assert errors.getvalue() == (
         "spamfilter-filter: invalid_message: input does not start with an RFC 822 header; "
-        "message passed through unchanged\n"
+        "message passed through unjudged\n"
     )
 
 
@@ -100,7 +100,7 @@ def test_any_failure_passes_the_message_through(error: Exception) -> None:
     filtered = filter_message(raw, failing, errors)
     assert (filtered.output, filtered.code, filtered.verdict) == (raw, ExitCode.ERROR, None)
     assert errors.getvalue().startswith("spamfilter-filter: ")
-    assert errors.getvalue().endswith("; message passed through unchanged\n")
+    assert errors.getvalue().endswith("; message passed through unjudged\n")
 
 
 def test_exit_codes_follow_bogofilter() -> None:
