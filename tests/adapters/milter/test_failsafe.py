@@ -22,8 +22,8 @@ MilterSettings = Callable[..., Settings]
 StartMilter = Callable[[Settings, str], MilterProcess]
 Miltertest = Callable[..., subprocess.CompletedProcess[str]]
 # Sizes at which each shape once raised RecursionError or ran for minutes (see
-# app/evaluation/hostile.py); small enough to send in a test. miltertest itself overflows a
-# buffer on a header field much over 1 KiB: test_server sends longer ones by hand.
+# app/evaluation/hostile.py) or larger; small enough to send in a test. miltertest itself
+# overflows a buffer on a header field much over 1 KiB: test_server sends longer ones by hand.
 HOSTILE = [
     ("nested-comments", 1_000),
     ("unclosed-comments", 1_000),
@@ -60,7 +60,7 @@ def test_a_service_that_raises_meets_on_error_and_forged_headers_never_pass(
     assert milter.server.budget.held == 0
 
 
-def test_hostile_messages_are_judged_or_let_through_without_forged_headers(
+def test_hostile_messages_are_judged_and_lose_their_forged_headers(
     milter_settings: MilterSettings,
     start_milter: StartMilter,
     miltertest: Miltertest,
@@ -71,8 +71,7 @@ def test_hostile_messages_are_judged_or_let_through_without_forged_headers(
         path = write_message(tmp_path, name, shape(name).build(size))
         miltertest("hostile.lua", milter.socket, milter.output(), HOSTILE=path)
     log = milter.output()
-    answered = log.count("HOSTILEQUEUE1: score ") + log.count("HOSTILEQUEUE1: classification")
-    assert answered == len(HOSTILE), log
+    assert log.count("HOSTILEQUEUE1: score ") == len(HOSTILE), log
     assert milter.process.poll() is None  # still serving
 
 
