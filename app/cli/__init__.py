@@ -15,6 +15,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from app.cli.bench import bench
 from app.cli.context import (
     EXIT_PROCESSING,
     EXIT_USAGE,
@@ -118,6 +119,7 @@ cli.add_command(evaluate)
 cli.add_command(filter_command)
 cli.add_command(spamd)
 cli.add_command(milter)
+cli.add_command(bench)
 
 
 def main() -> None:

@@ -52,13 +52,9 @@ def unclosed_comments(size: int) -> bytes:
 
 def nested_multipart(size: int) -> bytes:
     """multipart/mixed inside multipart/mixed ..., each level its own boundary."""
-    unit = 110
-    depth = max(1, size // unit)
-    opening = b"".join(
-        b'--b%d\r\nContent-Type: multipart/mixed; boundary="b%d"\r\n\r\n' % (i, i + 1)
-        for i in range(depth)
-    )
-    closing = b"".join(b"--b%d--\r\n" % i for i in reversed(range(depth + 1)))
+    depth = _count(size, lambda n: len(_opening(n) + _closing(n)))
+    opening = b"".join(_opening(i) for i in range(depth))
+    closing = b"".join(_closing(i) for i in reversed(range(depth + 1)))
     inner = b"--b%d\r\nContent-Type: text/plain\r\n\r\nfree money\r\n" % depth
     return (
         b"From: a@example.com\r\n"
@@ -70,11 +66,27 @@ def nested_multipart(size: int) -> bytes:
     )
 
 
+def _opening(level: int) -> bytes:
+    return b'--b%d\r\nContent-Type: multipart/mixed; boundary="b%d"\r\n\r\n' % (level, level + 1)
+
+
+def _closing(level: int) -> bytes:
+    return b"--b%d--\r\n" % level
+
+
+def _count(size: int, unit: Callable[[int], int]) -> int:
+    """How many numbered units fill ``size`` bytes when unit ``n`` is ``unit(n)`` bytes long
+    (the numbers' digits grow the units): sized at the largest number, so never over."""
+    count = max(1, size // unit(1))
+    for _ in range(3):
+        count = max(1, size // unit(count))
+    return count
+
+
 def nested_rfc822(size: int) -> bytes:
     """message/rfc822 attached inside message/rfc822 ...: forwarded as attachment, deeply."""
-    unit = 56
-    depth = max(1, size // unit)
-    head = b"Content-Type: message/rfc822\r\n\r\nSubject: fwd\r\n" * depth
+    level = b"Content-Type: message/rfc822\r\n\r\nSubject: fwd\r\n"
+    head = level * max(1, size // len(level))
     return b"From: a@example.com\r\n" + _HEAD + head + b"\r\nfree money\r\n"
 
 
@@ -98,7 +110,8 @@ def dotted_received(size: int) -> bytes:
 
 def many_headers(size: int) -> bytes:
     """Thousands of short header fields."""
-    fields = b"".join(b"X-H%d: v\r\n" % i for i in range(max(1, size // 12)))
+    count = _count(size, lambda n: len(b"X-H%d: v\r\n" % n))
+    fields = b"".join(b"X-H%d: v\r\n" % i for i in range(count))
     return fields + b"From: a@example.com\r\n" + _HEAD + b"\r\nhi\r\n"
 
 
