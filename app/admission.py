@@ -6,14 +6,22 @@ at once with ``Overloaded`` (HTTP 503, spamd EX_TEMPFAIL, milter tempfail) inste
 the process swap: sixteen 25 MiB uploads at once held about 790 MiB before this cap.
 
 A budget is safe to share between the event loop and worker threads (one lock, no waiting).
+``in_thread`` runs the work on those bytes in a worker thread under a deadline, and gives the
+bytes back only when the thread has really finished.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
+from collections.abc import Callable
 from types import TracebackType
+from typing import Any, TypeVar
 
 from app.errors import Overloaded
+
+T = TypeVar("T")
 
 
 class BodyBudget:
@@ -89,3 +97,24 @@ class Reservation:
         _traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+async def in_thread(work: Callable[[], T], timeout: float, hold: Reservation | None) -> T:
+    """``work()`` in a worker thread, waited for at most ``timeout`` seconds (TimeoutError).
+
+    A thread cannot be stopped: after a timeout it runs on, and ``hold`` (the bytes it works
+    on) goes back to the budget only when it ends, so the budget never undercounts.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    task.add_done_callback(functools.partial(_settled, hold))
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        raise TimeoutError(f"no answer within {timeout:g} seconds")
+    return task.result()
+
+
+def _settled(hold: Reservation | None, task: asyncio.Future[Any]) -> None:
+    if hold is not None:
+        hold.release()
+    if not task.cancelled():
+        task.exception()  # retrieved: nobody may be waiting for it any more

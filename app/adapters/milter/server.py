@@ -38,7 +38,7 @@ import socket
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from app.adapters.milter.protocol import (
     Command,
@@ -48,7 +48,7 @@ from app.adapters.milter.protocol import (
 )
 from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Session
-from app.admission import BodyBudget, Reservation
+from app.admission import BodyBudget, in_thread
 from app.binding import check_open_listener
 from app.bootstrap import build_service, migrate_database
 from app.errors import (
@@ -63,7 +63,6 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
-T = TypeVar("T")
 _SOCKET_FORMS = "inet:PORT@HOST, inet6:PORT@HOST, unix:PATH or local:PATH"
 
 
@@ -283,7 +282,7 @@ class MilterServer:
         queue_id = message.queue_id or "-"
         try:
             work = functools.partial(self._report, message)
-            report = await _in_thread(work, self._timeout, message.hold)
+            report = await in_thread(work, self._timeout, message.hold)
             reply = _encoded(session.verdict(report))
         except InvalidMessage as error:
             # Not an internal error: the same bytes would fail again, so never tempfail them.
@@ -306,27 +305,6 @@ class MilterServer:
     def _report(self, message: Message) -> MailReport:
         scope = self._service.scope_for(message.recipient)
         return self._service.mail_report(self._service.classify(message.raw, scope))
-
-
-async def _in_thread(work: Callable[[], T], timeout: float, hold: Reservation | None) -> T:
-    """``work()`` in a worker thread, waited for at most ``timeout`` seconds (TimeoutError).
-
-    A thread cannot be stopped: after a timeout it runs on, and ``hold`` (the bytes it works
-    on) goes back to the budget only when it ends, so the budget never undercounts.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(work))
-    task.add_done_callback(functools.partial(_settled, hold))
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        raise TimeoutError(f"no answer within {timeout:g} seconds")
-    return task.result()
-
-
-def _settled(hold: Reservation | None, task: asyncio.Future[Any]) -> None:
-    if hold is not None:
-        hold.release()
-    if not task.cancelled():
-        task.exception()  # retrieved: nobody may be waiting for it any more
 
 
 def _logged(command: Command) -> Command:

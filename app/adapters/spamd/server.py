@@ -34,7 +34,7 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from app.adapters.spamd.protocol import (
     MAX_HEADER_FIELDS,
@@ -59,7 +59,7 @@ from app.adapters.spamd.protocol import (
     tell_action,
 )
 from app.adapters.spamd.report import CheckResult
-from app.admission import BodyBudget, Reservation
+from app.admission import BodyBudget, Reservation, in_thread
 from app.errors import MessageTooLarge
 from app.service import Classification, MailReport, Outcome, SpamFilter
 from app.settings import Settings
@@ -200,7 +200,7 @@ class SpamdServer:
             return render_response(PongResponse())
         try:
             work = functools.partial(self._reply, head, raw, hold)
-            return await _in_thread(work, self._timeout, hold)
+            return await in_thread(work, self._timeout, hold)
         except TimeoutError:
             detail = f"(no answer within {self._timeout:g} seconds)"
             return self._refuse(SpamdError(ExitCode.TEMPFAIL, detail))
@@ -383,26 +383,6 @@ def _timeout_error(seconds: float) -> SpamdError:
     """spamd's own words for a client that is too slow."""
     detail = f"({seconds:g} second socket timeout reading input from client)"
     return SpamdError(ExitCode.TIMEOUT, detail)
-
-
-async def _in_thread(work: Callable[[], T], timeout: float, hold: Reservation) -> T:
-    """``work()`` in a worker thread, waited for at most ``timeout`` seconds (TimeoutError).
-
-    A thread cannot be stopped: after a timeout it runs on, and ``hold`` (the bytes it works
-    on) goes back to the budget only when it ends, so the budget never undercounts.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(work))
-    task.add_done_callback(functools.partial(_settled, hold))
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        raise TimeoutError(f"no answer within {timeout:g} seconds")
-    return task.result()
-
-
-def _settled(hold: Reservation, task: asyncio.Future[Any]) -> None:
-    hold.release()
-    if not task.cancelled():
-        task.exception()  # retrieved: nobody may be waiting for it any more
 
 
 async def _linger(reader: asyncio.StreamReader) -> None:
