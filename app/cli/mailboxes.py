@@ -12,7 +12,11 @@ A PATH argument is one of
   keyword files of IMAP servers) are skipped. Maildir++ subfolders (``.Sent/``...) are
   walked the same way.
 
-Sources are listed first (so a progress bar knows the total) and read one at a time.
+Sources are listed first (so a progress bar knows the total) and read one at a time. With
+``max_bytes`` (the service's ``server.max_message_bytes``), a file or stdin larger than that
+is never read into memory: its read raises MessageTooLarge, as the service would, so a
+stray disk image in a folder costs nothing and fails as one line. (An mbox message is read
+whole by ``mailbox``; the service rejects it after.)
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ import mailbox
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
+from app.errors import MessageTooLarge
+
 STDIN = "-"
+_CHUNK = 1 << 16
 _MAILDIR_PARTS = ("cur", "new", "tmp")
 _MBOX_MARK = b"From "
 
@@ -48,22 +56,55 @@ class Unreadable:
 Found = Source | Unreadable
 
 
-def find_messages(paths: Iterable[str], stdin: BinaryIO) -> list[Found]:
-    """Every message under ``paths``, in argument order, then sorted within folders."""
+def find_messages(
+    paths: Iterable[str], stdin: BinaryIO, max_bytes: int | None = None
+) -> list[Found]:
+    """Every message under ``paths``, in argument order, then sorted within folders.
+
+    A file or stdin over ``max_bytes`` raises MessageTooLarge when read, unread (see above).
+    """
     found: list[Found] = []
     for arg in paths:
         if arg == STDIN:
-            found.append(Source(STDIN, stdin.read))
+            found.append(Source(STDIN, partial(read_stream, stdin, max_bytes)))
         else:
-            found.extend(_from_path(Path(arg)))
+            found.extend(_from_path(Path(arg), max_bytes))
     return found
 
 
-def _from_path(path: Path) -> Iterator[Found]:
+def read_stream(stream: BinaryIO, max_bytes: int | None) -> bytes:
+    """All of ``stream``; past ``max_bytes`` the rest is read and dropped (so the writer of a
+    pipe is not cut off) and MessageTooLarge raised with the whole size."""
+    if max_bytes is None:
+        return stream.read()
+    raw = stream.read(max_bytes + 1)
+    if len(raw) <= max_bytes:
+        return raw
+    size = len(raw)
+    while chunk := stream.read(_CHUNK):
+        size += len(chunk)
+    raise MessageTooLarge(_too_large(size, max_bytes))
+
+
+def read_file(path: Path, max_bytes: int | None) -> bytes:
+    """The bytes of ``path``; MessageTooLarge, reading nothing, when it is over ``max_bytes``."""
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise MessageTooLarge(_too_large(size, max_bytes))
+        return read_stream(fh, max_bytes)  # a pipe's or a growing file's size is no guide
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    """The service's own wording (app.service), so every path says it the same way."""
+    return f"message is {size} bytes; the limit is {max_bytes}"
+
+
+def _from_path(path: Path, max_bytes: int | None) -> Iterator[Found]:
     if path.is_dir():
-        yield from _from_folder(path)
+        yield from _from_folder(path, max_bytes)
     else:
-        yield from _from_file(path)
+        yield from _from_file(path, max_bytes)
 
 
 def is_maildir(folder: Path) -> bool:
@@ -71,7 +112,7 @@ def is_maildir(folder: Path) -> bool:
     return all((folder / part).is_dir() for part in _MAILDIR_PARTS)
 
 
-def _from_folder(folder: Path) -> Iterator[Found]:
+def _from_folder(folder: Path, max_bytes: int | None) -> Iterator[Found]:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as error:
@@ -83,12 +124,12 @@ def _from_folder(folder: Path) -> Iterator[Found]:
         if entry.is_dir():
             if maildir and entry.name == "tmp":
                 continue
-            yield from _from_folder(path)
+            yield from _from_folder(path, max_bytes)
         elif entry.is_file() and not maildir:
-            yield from _from_file(path)
+            yield from _from_file(path, max_bytes)
 
 
-def _from_file(path: Path) -> Iterator[Found]:
+def _from_file(path: Path, max_bytes: int | None) -> Iterator[Found]:
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_MBOX_MARK))
@@ -96,16 +137,16 @@ def _from_file(path: Path) -> Iterator[Found]:
         yield Unreadable(str(path), error.strerror or str(error))
         return
     if head == _MBOX_MARK:
-        yield from _from_mbox(path)
+        yield from _from_mbox(path, max_bytes)
     else:
-        yield Source(str(path), path.read_bytes)
+        yield Source(str(path), partial(read_file, path, max_bytes))
 
 
-def _from_mbox(path: Path) -> Iterator[Found]:
+def _from_mbox(path: Path, max_bytes: int | None) -> Iterator[Found]:
     """The messages of an mbox file (``name#N``, N from 1); one message keeps its plain name."""
     try:
         if _envelope_lines(path) <= 1:
-            yield Source(str(path), path.read_bytes)
+            yield Source(str(path), partial(read_file, path, max_bytes))
             return
         box = mailbox.mbox(path, create=False)
         keys = box.keys()

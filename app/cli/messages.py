@@ -1,8 +1,19 @@
 """learn, classify and forget: one service call per message found under the PATH arguments.
 
-A message that cannot be read or parsed is reported on stderr and counted, and the command
-goes on; the exit status is 1 when any message failed. Errors of the database itself
-(StorageUnavailable...) stop the command (see ``app.cli.context.exit_code``).
+A message that fails is one line on stderr (``error: PATH: code: description``), is counted
+as ``failed`` and skipped, and the command goes on to the next: whether it cannot be read,
+is not a message, is too large (a file over ``server.max_message_bytes`` is not even read),
+or makes the service raise anything else (a RecursionError or MemoryError from a deeply
+nested message, a bug). At the end the counts are printed (by classify on stderr, and only
+when a message failed: its stdout is the verdicts), and the exit status is 1 when any
+message failed.
+
+An error of the run rather than of one message (``RUN_ERRORS``: the database is down,
+locked or not migrated, the settings are wrong) stops the command at once, after printing
+the counts so far: every message after it would fail the same way. The group maps it to an
+exit status (75 for the database, 2 for configuration; see ``app.cli.context.exit_code``).
+Learning and forgetting are idempotent per message, so the whole command can simply be run
+again.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
@@ -20,13 +32,25 @@ from app.cli.context import EXIT_PROCESSING, CliState, build, pass_state
 from app.cli.mailboxes import Found, Unreadable, find_messages
 from app.cli.progress import Bar, progress_bar, wanted
 from app.domain.labels import LABELS
-from app.errors import InvalidMessage, MessageTooLarge, describe
+from app.errors import (
+    ConfigurationError,
+    InvalidLabel,
+    Overloaded,
+    StorageConflict,
+    StorageUnavailable,
+    describe,
+)
 
 if TYPE_CHECKING:
     from app.service import Classification
 
-Work = Callable[[str, bytes], None]
+Work = Callable[[str, bytes], str]
 ErrorSink = Callable[[str, str], None]
+
+FAILED = "failed"
+# Errors of the whole run, not of the message: the next message meets the same database,
+# settings and load. (StorageConflict is raised only after the service's own retries.)
+RUN_ERRORS = (StorageUnavailable, StorageConflict, Overloaded, ConfigurationError, InvalidLabel)
 
 _paths = click.argument(
     "paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True)
@@ -34,36 +58,102 @@ _paths = click.argument(
 _quiet = click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 
 
-def apply(found: Sequence[Found], bar: Bar, work: Work, on_error: ErrorSink) -> int:
-    """Run ``work(name, raw)`` on every message; per-message failures are reported, counted."""
-    errors = 0
+def apply(
+    found: Sequence[Found],
+    bar: Bar,
+    work: Work,
+    counts: Counter[str],
+    on_error: ErrorSink | None = None,
+) -> None:
+    """Run ``work(name, raw)`` on every message and count the outcome it returns.
+
+    A message that fails is noted on stderr as one line (and passed to ``on_error``),
+    counted as ``failed`` and skipped. RUN_ERRORS, a closed stdout and KeyboardInterrupt
+    propagate at once, the messages counted so far left in ``counts``.
+    """
     for item in found:
-        problem: str | None = None
-        if isinstance(item, Unreadable):
-            problem = item.detail
-        else:
-            try:
-                raw = item.read()
-            except OSError as error:
-                problem = error.strerror or str(error)
-            else:
-                try:
-                    work(item.name, raw)
-                except (InvalidMessage, MessageTooLarge) as error:
-                    problem = describe(error)
+        problem = attempt(item, work, counts)
         if problem is not None:
-            errors += 1
-            on_error(item.name, problem)
+            counts[FAILED] += 1
+            bar.note(f"error: {item.name}: {problem}")
+            if on_error is not None:
+                on_error(item.name, problem)
         bar.advance()
-    return errors
 
 
-def summary(counts: Counter[str], names: Sequence[str], errors: int, seconds: float) -> str:
-    """``learned 3, unchanged 1, errors 0: 4 messages in 0.2 s (1,200 msg/min)``."""
-    parts = [f"{name} {counts[name]}" for name in names] + [f"errors {errors}"]
-    total = sum(counts.values()) + errors
-    rate = f" ({60 * total / seconds:,.0f} msg/min)" if seconds > 0 and total else ""
-    return f"{', '.join(parts)}: {total} messages in {seconds:.1f} s{rate}"
+def attempt(item: Found, work: Work, counts: Counter[str]) -> str | None:
+    """Read one message and run ``work`` on it; None when it ran, else what went wrong.
+
+    Anything the message makes the code raise is caught on purpose, RecursionError and
+    MemoryError included: by the time they arrive here the stack and memory that raised them
+    are released, and one hostile message must not cost the rest of a folder.
+    """
+    if isinstance(item, Unreadable):
+        return item.detail
+    try:
+        raw = item.read()
+    except OSError as error:
+        return error.strerror or describe(error)
+    except Exception as error:
+        return describe(error)
+    try:
+        counts[work(item.name, raw)] += 1
+    except (*RUN_ERRORS, BrokenPipeError):
+        raise
+    except Exception as error:
+        return describe(error)
+    return None
+
+
+def summary(
+    counts: Counter[str], names: Sequence[str], seconds: float, total: int | None = None
+) -> str:
+    """``learned 3, unchanged 1, failed 0: 4 messages in 0.2 s (1,200 msg/min)``; when the
+    run stopped early, ``...: 4 of 10 messages in 0.2 s (...), stopped``."""
+    parts = [f"{name} {counts[name]}" for name in (*names, FAILED)]
+    done = sum(counts.values())
+    rate = f" ({60 * done / seconds:,.0f} msg/min)" if seconds > 0 and done else ""
+    if total is None:
+        return f"{', '.join(parts)}: {done} messages in {seconds:.1f} s{rate}"
+    return f"{', '.join(parts)}: {done} of {total} messages in {seconds:.1f} s{rate}, stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One bulk command: its progress-bar text, the outcomes it counts, where they go."""
+
+    description: str
+    names: tuple[str, ...]
+    show_bar: bool
+    to_stderr: bool = False
+    only_failures: bool = False  # print the counts only when a message failed or it stopped
+
+    def report(self, line: str, failed: bool) -> None:
+        """Print the counts line, unless ``only_failures`` and nothing failed."""
+        if failed or not self.only_failures:
+            click.echo(line, err=self.to_stderr)
+
+
+def run_task(
+    task: Task, found: Sequence[Found], work: Work, on_error: ErrorSink | None = None
+) -> None:
+    """``apply`` under a progress bar, then the counts; exit 1 when a message failed.
+
+    When one of RUN_ERRORS stops the run, the counts so far are printed and it propagates.
+    """
+    counts: Counter[str] = Counter()
+    started = time.perf_counter()
+    try:
+        with progress_bar(len(found), task.description, task.show_bar) as bar:
+            apply(found, bar, work, counts, on_error)
+    except RUN_ERRORS:
+        seconds = time.perf_counter() - started
+        task.report(summary(counts, task.names, seconds, len(found)), failed=True)
+        raise
+    seconds = time.perf_counter() - started
+    task.report(summary(counts, task.names, seconds), failed=counts[FAILED] > 0)
+    if counts[FAILED]:
+        raise click.exceptions.Exit(EXIT_PROCESSING)
 
 
 def _stdin() -> BinaryIO:
@@ -85,22 +175,17 @@ def learn(state: CliState, label: str, quiet: bool, paths: tuple[str, ...]) -> N
     """Learn messages as spam or ham (PATH: file, folder, Maildir, mbox, or - for stdin).
 
     A message learned before is unchanged; learned before with the other label, its counts
-    move to the new one (relabelled).
+    move to the new one (relabelled). A message that fails is reported on stderr and
+    skipped, and the exit status is then 1; a database that is down stops it (75).
     """
-    found = find_messages(paths, _stdin())
+    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
     service = build(state.settings)
-    counts: Counter[str] = Counter()
 
-    def work(_name: str, raw: bytes) -> None:
-        counts[service.learn(raw, label).outcome.value] += 1
+    def work(_name: str, raw: bytes) -> str:
+        return service.learn(raw, label).outcome.value
 
-    started = time.perf_counter()
-    with progress_bar(len(found), f"learn {label.lower()}", wanted(quiet)) as bar:
-        errors = apply(found, bar, work, _note(bar))
     names = ("learned", "relabelled", "unchanged", "skipped")
-    click.echo(summary(counts, names, errors, time.perf_counter() - started))
-    if errors:
-        raise click.exceptions.Exit(EXIT_PROCESSING)
+    run_task(Task(f"learn {label.lower()}", names, wanted(quiet)), found, work)
 
 
 @click.command()
@@ -109,26 +194,28 @@ def learn(state: CliState, label: str, quiet: bool, paths: tuple[str, ...]) -> N
 @_paths
 @pass_state
 def classify(state: CliState, as_json: bool, quiet: bool, paths: tuple[str, ...]) -> None:
-    """Print a verdict per message: verdict, log-odds (nats), P(spam), path."""
-    found = find_messages(paths, _stdin())
+    """Print a verdict per message: verdict, log-odds (nats), P(spam), path.
+
+    Counts go to stderr at the end, and only when a message failed: stdout is the verdicts.
+    """
+    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
     service = build(state.settings)
 
-    def work(name: str, raw: bytes) -> None:
+    def work(name: str, raw: bytes) -> str:
         result = service.classify(raw)
         if as_json:
             click.echo(json.dumps(classification_json(name, result)))
         else:
             click.echo(classification_line(name, result))
+        return "classified"
 
     def on_error(name: str, problem: str) -> None:
         if as_json:
             click.echo(json.dumps({"path": name, "error": problem}))
-        bar.note(f"error: {name}: {problem}")
 
-    with progress_bar(len(found), "classify", wanted(quiet, stdout_busy=True)) as bar:
-        errors = apply(found, bar, work, on_error)
-    if errors:
-        raise click.exceptions.Exit(EXIT_PROCESSING)
+    show = wanted(quiet, stdout_busy=True)
+    task = Task("classify", ("classified",), show, to_stderr=True, only_failures=True)
+    run_task(task, found, work, on_error)
 
 
 @click.command()
@@ -137,19 +224,13 @@ def classify(state: CliState, as_json: bool, quiet: bool, paths: tuple[str, ...]
 @pass_state
 def forget(state: CliState, quiet: bool, paths: tuple[str, ...]) -> None:
     """Remove learned messages from the model (their counts are restored exactly)."""
-    found = find_messages(paths, _stdin())
+    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
     service = build(state.settings)
-    counts: Counter[str] = Counter()
 
-    def work(_name: str, raw: bytes) -> None:
-        counts[service.forget(raw).outcome.value] += 1
+    def work(_name: str, raw: bytes) -> str:
+        return service.forget(raw).outcome.value
 
-    started = time.perf_counter()
-    with progress_bar(len(found), "forget", wanted(quiet)) as bar:
-        errors = apply(found, bar, work, _note(bar))
-    click.echo(summary(counts, ("forgotten", "unknown"), errors, time.perf_counter() - started))
-    if errors:
-        raise click.exceptions.Exit(EXIT_PROCESSING)
+    run_task(Task("forget", ("forgotten", "unknown"), wanted(quiet)), found, work)
 
 
 def classification_line(name: str, result: Classification) -> str:
@@ -173,10 +254,3 @@ def classification_json(name: str, result: Classification) -> dict[str, Any]:
         "truncated": result.truncated,
         "clues": [{"token": clue.token, "weight": clue.weight} for clue in result.clues],
     }
-
-
-def _note(bar: Bar) -> ErrorSink:
-    def on_error(name: str, problem: str) -> None:
-        bar.note(f"error: {name}: {problem}")
-
-    return on_error

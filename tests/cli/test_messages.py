@@ -44,7 +44,7 @@ def test_learn_a_file_a_folder_and_stdin(run: Run, stats: Stats, tmp_path: Path)
     result = run("learn", "--label", "ham", str(one), str(tmp_path / "folder"))
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(
-        "learned 4, relabelled 0, unchanged 0, skipped 0, errors 0: 4 messages"
+        "learned 4, relabelled 0, unchanged 0, skipped 0, failed 0: 4 messages"
     )
 
     spam = messages("spam", 1)[0]
@@ -85,7 +85,7 @@ def test_a_bad_file_is_reported_and_counted_without_stopping(
     (folder / "c-good").write_bytes(messages("ham", 1, start=5)[0])
     result = run("learn", "--label", "ham", str(folder))
     assert result.exit_code == 1
-    assert "learned 2, relabelled 0, unchanged 0, skipped 0, errors 1" in result.stdout
+    assert "learned 2, relabelled 0, unchanged 0, skipped 0, failed 1" in result.stdout
     assert f"error: {folder / 'b-bad'}: invalid_message:" in result.stderr
     assert _learned(stats) == {"ham": 2, "spam": 0}
 
@@ -158,7 +158,7 @@ def test_forget_restores_the_counts(run: Run, stats: Stats, tmp_path: Path) -> N
         (folder / str(number)).write_bytes(raw)  # the same messages, as files with CRLF
     result = run("forget", str(folder))
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("forgotten 2, unknown 0, errors 0")
+    assert result.stdout.startswith("forgotten 2, unknown 0, failed 0")
     assert "forgotten 0, unknown 2" in run("forget", str(mbox)).stdout
     assert stats() == before
 
