@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import random
 import re
+import sys
 from typing import NoReturn
 
 import pytest
@@ -161,3 +162,25 @@ def test_a_hostile_message_over_the_cap_goes_out_unjudged_without_its_forged_fie
             r"spamfilter-filter: message_too_large: .*; message passed through unjudged\n",
             result.stderr.decode(),
         )
+
+
+def test_a_recursion_error_in_the_real_process_exits_3(
+    service: SpamFilter, run_filter: RunFilter
+) -> None:
+    """The classifier of the real entry point runs out of stack: one line, exit 3, no
+    traceback, and the forged fields gone."""
+    script = (
+        "import sys, app.service\n"
+        "def recurse(depth=0):\n"
+        "    return recurse(depth + 1)\n"
+        "app.service.SpamFilter.classify = lambda self, raw, scope=None: recurse()\n"
+        "from app.adapters.pipe.main import main\n"
+        "sys.exit(main())\n"
+    )
+    raw = forged(spam_message(random.Random(8), 705))
+    for args in ((), ("--exit-zero",)):
+        result = run_filter(raw, *args, command=(sys.executable, "-c", script))
+        assert (result.returncode, result.stdout) == (3, drop_spam_headers(raw))
+        (line,) = result.stderr.decode().splitlines()
+        assert line.startswith("spamfilter-filter: RecursionError: maximum recursion depth")
+        assert line.endswith("; message passed through unjudged")
