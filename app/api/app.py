@@ -12,6 +12,7 @@ from importlib import metadata
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from app.admission import BodyBudget
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
@@ -25,6 +26,10 @@ A Naive Bayes spam filter that learns from every correction.
 Send a raw message (RFC 822 bytes) to **classify** it, to give **feedback** (learn it as
 spam or ham) or to **forget** it. Scores are natural-log odds; every verdict lists the tokens
 that moved it. Errors are JSON `{"error": code, "detail": text}`.
+
+Limits: a body must arrive within the read timeout (408), stay under the size cap (413) and
+fit in the process's budget of message bytes in flight (503 `overloaded`, with Retry-After);
+past the connection cap the server answers 503 before the request reaches the app.
 """
 
 
@@ -32,7 +37,8 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     """A FastAPI app serving ``service``, or a service built from ``settings`` at startup.
 
     Without a service the lifespan builds one (running the idempotent migrations first), and
-    either way the database engine is disposed of at shutdown.
+    either way the database engine is disposed of at shutdown. The app holds the process's
+    one ``BodyBudget`` (``server.max_buffered_bytes``) that request bodies are drawn from.
     """
     metrics = Metrics()
     app = FastAPI(
@@ -43,6 +49,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     )
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.budget = BodyBudget(settings.server.max_buffered_bytes)
     app.state.service = service
     install_error_handlers(app)
     app.include_router(router)

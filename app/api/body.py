@@ -1,42 +1,90 @@
-"""Reading a raw message from a request body under a hard size cap.
+"""Reading a raw message from a request body under a size cap, a deadline and a byte budget.
 
-The cap is enforced twice: a declared ``Content-Length`` over the cap is refused before a
-byte of the body is read, and a body without one (chunked) is read chunk by chunk and refused
-as soon as it passes the cap, so a 50 MB upload never sits in memory just to be rejected.
+* The size cap is enforced twice: a declared ``Content-Length`` over the cap is refused
+  before a byte of the body is read, and a body without one (chunked) is read chunk by chunk
+  and refused as soon as it passes the cap, so a 50 MB upload never sits in memory just to
+  be rejected.
+* The whole body must arrive within ``server.read_timeout_seconds`` (408 past it): a client
+  trickling a byte a second cannot hold a connection slot and its buffer for ever.
+* Every byte held is drawn from the app's ``BodyBudget`` (``server.max_buffered_bytes``, one
+  per process): the declared length up front, then whatever arrives beyond it. A body that
+  finds the budget full is refused at once (503 ``overloaded``) instead of making the
+  process swap. ``received_message`` gives the bytes back when the request is done, that is
+  after the service call that works on them.
 """
 
 from __future__ import annotations
 
-from starlette.requests import Request
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+from starlette.requests import ClientDisconnect, Request
+
+from app.admission import BodyBudget, Reservation
+from app.api.errors import RequestTimeout
 from app.errors import InvalidMessage, MessageTooLarge
+from app.settings import Settings
 
 
-async def read_message(request: Request, limit: int) -> bytes:
-    """The request body as bytes, at most ``limit`` bytes long.
+@asynccontextmanager
+async def received_message(request: Request) -> AsyncIterator[bytes]:
+    """The request's message, its bytes held from the app's budget until the block ends.
 
-    Raises MessageTooLarge when the declared or actual size exceeds ``limit``, and
-    InvalidMessage for an empty body or an unreadable Content-Length.
+    Use it around the service call: ``async with received_message(request) as raw: ...``.
+    """
+    settings: Settings = request.app.state.settings
+    budget: BodyBudget = request.app.state.budget
+    server = settings.server
+    with budget.reserve() as hold:
+        yield await read_message(
+            request, server.max_message_bytes, hold, server.read_timeout_seconds
+        )
+
+
+async def read_message(request: Request, limit: int, hold: Reservation, timeout: float) -> bytes:
+    """The request body as bytes, at most ``limit`` bytes long, read within ``timeout``
+    seconds, every byte of it held in ``hold`` (which the caller releases).
+
+    Raises MessageTooLarge when the declared or actual size exceeds ``limit``, Overloaded when
+    the budget behind ``hold`` is full, RequestTimeout when the body is late, and
+    InvalidMessage for an empty body, an unreadable Content-Length or a client that closed
+    the connection before the end of its body.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        _check_declared(declared, limit)
+        hold.grow(_declared_length(declared, limit))
+    try:
+        async with asyncio.timeout(timeout):
+            raw = await _read_chunks(request, limit, hold)
+    except TimeoutError:
+        raise RequestTimeout(f"the message did not arrive within {timeout:g} seconds") from None
+    except ClientDisconnect:
+        raise InvalidMessage(
+            "the client closed the connection before the end of its message"
+        ) from None
+    if not raw:
+        raise InvalidMessage("the request body is empty; send the raw message (RFC 822)")
+    return raw
+
+
+async def _read_chunks(request: Request, limit: int, hold: Reservation) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise MessageTooLarge(f"the message exceeds the limit of {limit} bytes")
+        hold.grow(size - hold.size)  # beyond what is held already (the declared length)
         chunks.append(chunk)
-    if size == 0:
-        raise InvalidMessage("the request body is empty; send the raw message (RFC 822)")
     return b"".join(chunks)
 
 
-def _check_declared(declared: str, limit: int) -> None:
+def _declared_length(declared: str, limit: int) -> int:
     try:
         length = int(declared)
     except ValueError:
         raise InvalidMessage(f"Content-Length {declared!r} is not a number") from None
     if length > limit:
         raise MessageTooLarge(f"the message is {length} bytes; the limit is {limit}")
+    return max(0, length)

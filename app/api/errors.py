@@ -35,9 +35,16 @@ class NotAuthenticated(SpamFilterError):
     code = "not_authenticated"
 
 
+class RequestTimeout(SpamFilterError):
+    """The request body did not arrive within ``server.read_timeout_seconds`` (HTTP only)."""
+
+    code = "request_timeout"
+
+
 STATUS: Mapping[type[SpamFilterError], int] = {
     InvalidMessage: 400,
     NotAuthenticated: 401,
+    RequestTimeout: 408,
     MessageTooLarge: 413,
     InvalidLabel: 422,
     StorageUnavailable: 503,
@@ -46,6 +53,14 @@ STATUS: Mapping[type[SpamFilterError], int] = {
     StorageConflict: 503,
     ConfigurationError: 500,
 }
+
+# Seconds an overloaded client is asked to wait: bodies in flight are read and answered in
+# well under a second, so the budget is usually free again by then.
+RETRY_AFTER_SECONDS = 1
+
+# Raised while the body may still be arriving: the connection cannot be reused for another
+# request (the rest of the body would have to be drained first), so it is closed.
+_CLOSES_CONNECTION = (RequestTimeout, MessageTooLarge, Overloaded)
 
 
 def status_of(error: SpamFilterError) -> int:
@@ -69,8 +84,7 @@ async def on_spamfilter_error(_request: Request, error: Exception) -> JSONRespon
     status = status_of(error)
     if status >= 500:
         log.warning("request failed: %s: %s", error.code, error)
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, NotAuthenticated) else None
-    return error_response(status, error.code, str(error) or error.code, headers)
+    return error_response(status, error.code, str(error) or error.code, _headers_of(error))
 
 
 async def on_validation_error(_request: Request, error: Exception) -> JSONResponse:
@@ -101,6 +115,17 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected_error)
+
+
+def _headers_of(error: SpamFilterError) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if isinstance(error, NotAuthenticated):
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, Overloaded):
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    if isinstance(error, _CLOSES_CONNECTION):
+        headers["Connection"] = "close"
+    return headers
 
 
 def _http_code(status: int) -> str:

@@ -1,8 +1,9 @@
 """The HTTP routes: each reads the request, calls one service function, renders the result.
 
-Handlers are ``async`` so that the body is read on the event loop (under the size cap),
-while every service call — synchronous SQLAlchemy, plus parsing and tokenising — runs in the
-threadpool: the event loop never waits on the database. No business rule lives here.
+Handlers are ``async`` so that the body is read on the event loop (under the size cap, the
+read deadline and the byte budget: see ``app.api.body``), while every service call —
+synchronous SQLAlchemy, plus parsing and tokenising — runs in the threadpool: the event loop
+never waits on the database. No business rule lives here.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app.api.body import read_message
-from app.api.dependencies import MetricsDep, ServiceDep, SettingsDep, require_token
+from app.api.body import received_message
+from app.api.dependencies import MetricsDep, ServiceDep, require_token
 from app.api.schemas import (
     RAW_MESSAGE_BODY,
     ClassifyResponse,
@@ -47,15 +48,13 @@ LabelQuery = Annotated[
     tags=["filter"],
     summary="Classify a message",
     response_model=ClassifyResponse,
-    responses=errors(400, 413, 503),
+    responses=errors(400, 408, 413, 503),
     openapi_extra=RAW_MESSAGE_BODY,
 )
-async def classify(
-    request: Request, service: ServiceDep, settings: SettingsDep, metrics: MetricsDep
-) -> ClassifyResponse:
+async def classify(request: Request, service: ServiceDep, metrics: MetricsDep) -> ClassifyResponse:
     """Score the raw message: ham, unsure or spam, with the log-odds and the top clues."""
-    raw = await read_message(request, settings.server.max_message_bytes)
-    result = await run_in_threadpool(service.classify, raw)
+    async with received_message(request) as raw:
+        result = await run_in_threadpool(service.classify, raw)
     metrics.verdicts.labels(result.verdict.value).inc()
     return render_classification(result, service.mail_report(result))
 
@@ -65,20 +64,16 @@ async def classify(
     tags=["filter"],
     summary="Learn a message as spam or ham",
     response_model=FeedbackResponse,
-    responses=errors(400, 401, 413, 422, 503),
+    responses=errors(400, 401, 408, 413, 422, 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
 async def feedback(
-    request: Request,
-    label: LabelQuery,
-    service: ServiceDep,
-    settings: SettingsDep,
-    metrics: MetricsDep,
+    request: Request, label: LabelQuery, service: ServiceDep, metrics: MetricsDep
 ) -> FeedbackResponse:
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
-    raw = await read_message(request, settings.server.max_message_bytes)
-    result = await run_in_threadpool(service.learn, raw, label)
+    async with received_message(request) as raw:
+        result = await run_in_threadpool(service.learn, raw, label)
     learned_as = str(result.label)
     metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
@@ -91,16 +86,14 @@ async def feedback(
     tags=["filter"],
     summary="Forget a learned message",
     response_model=ForgetResponse,
-    responses=errors(400, 401, 413, 503),
+    responses=errors(400, 401, 408, 413, 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
-async def forget(
-    request: Request, service: ServiceDep, settings: SettingsDep, metrics: MetricsDep
-) -> ForgetResponse:
+async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> ForgetResponse:
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
-    raw = await read_message(request, settings.server.max_message_bytes)
-    result = await run_in_threadpool(service.forget, raw)
+    async with received_message(request) as raw:
+        result = await run_in_threadpool(service.forget, raw)
     metrics.forgets.labels(result.outcome.value).inc()
     return ForgetResponse.model_validate({"digest": result.digest, "outcome": result.outcome.value})
 

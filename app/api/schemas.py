@@ -187,9 +187,12 @@ class ErrorResponse(BaseModel):
 _ERROR_TEXT = {
     400: "Not a message (invalid_message), e.g. an empty body",
     401: "Missing or wrong bearer token (not_authenticated)",
+    408: "The message did not arrive within the read timeout (request_timeout)",
     413: "Message over the size cap (message_too_large)",
     422: "Bad or missing parameter (invalid_label, invalid_request)",
-    503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict)",
+    503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict), "
+    "or too many message bytes in flight (overloaded, with Retry-After); past the connection "
+    "cap the server itself answers 503 in plain text",
 }
 
 

@@ -3,6 +3,9 @@
 Workers are separate processes that build their own ``Settings()`` from the environment, so
 the options given here are exported as ``SPAMFILTER_*`` variables before uvicorn starts.
 uvicorn and FastAPI are imported here only, so the other commands start without them.
+
+uvicorn gets the connection limits of ``settings.server`` (``app.api.connections``): the idle
+timeout, which also bounds how long a request head may take, and the connection cap.
 """
 
 from __future__ import annotations
@@ -86,13 +89,15 @@ def serve(
 
     import uvicorn
 
+    from app.api.connections import server_options
+
     uvicorn.run(
         APP_FACTORY,
         factory=True,
         host=settings.server.host,
         port=settings.server.port,
         workers=settings.server.workers,
-        http=http,
         access_log=access_log,
         log_level=log_level,
+        **server_options(settings, http),
     )

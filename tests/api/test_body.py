@@ -1,4 +1,5 @@
-"""The capped body reader on its own: it refuses early and never reads past the cap."""
+"""The body reader on its own: it refuses early, never reads past the cap, gives up on a late
+body, and holds every byte it reads from the budget."""
 
 from __future__ import annotations
 
@@ -9,10 +10,20 @@ import pytest
 from starlette.requests import Request
 from starlette.types import Message
 
+from app.admission import BodyBudget, Reservation
 from app.api.body import read_message
-from app.errors import InvalidMessage, MessageTooLarge
+from app.api.errors import RequestTimeout
+from app.errors import InvalidMessage, MessageTooLarge, Overloaded
 
 LIMIT = 1000
+TIMEOUT = 5.0  # seconds; generous: only the test of the deadline waits for it
+
+
+def read(req: Request, hold: Reservation | None = None, timeout: float = TIMEOUT) -> bytes:
+    """``read_message`` under ``LIMIT``, holding its bytes in ``hold`` (a large budget's)."""
+    if hold is None:
+        hold = BodyBudget(10 * LIMIT).reserve()
+    return asyncio.run(read_message(req, LIMIT, hold, timeout))
 
 
 def request(headers: dict[str, str], receive: Callable[[], Awaitable[Message]]) -> Request:
@@ -40,7 +51,7 @@ def test_declared_length_over_the_cap_is_refused_before_reading() -> None:
     calls: list[int] = []
     req = request({"Content-Length": str(LIMIT + 1)}, endless(b"x", calls))
     with pytest.raises(MessageTooLarge):
-        asyncio.run(read_message(req, LIMIT))
+        read(req)
     assert calls == []
 
 
@@ -48,7 +59,7 @@ def test_stream_over_the_cap_stops_at_the_chunk_that_crosses_it() -> None:
     calls: list[int] = []
     req = request({}, endless(b"x" * 100, calls))
     with pytest.raises(MessageTooLarge):
-        asyncio.run(read_message(req, LIMIT))
+        read(req)
     assert len(calls) == LIMIT // 100 + 1
 
 
@@ -56,7 +67,7 @@ def test_a_body_that_lies_about_its_length_is_still_capped() -> None:
     calls: list[int] = []
     req = request({"Content-Length": "10"}, endless(b"x" * 100, calls))
     with pytest.raises(MessageTooLarge):
-        asyncio.run(read_message(req, LIMIT))
+        read(req)
 
 
 def test_body_in_chunks_is_joined() -> None:
@@ -66,16 +77,14 @@ def test_body_in_chunks_is_joined() -> None:
         body = parts.pop(0)
         return {"type": "http.request", "body": body, "more_body": bool(parts)}
 
-    assert asyncio.run(read_message(request({}, receive), LIMIT)) == (
-        b"From: a@example.org\nSubject: hi\n\nbody\n"
-    )
+    assert read(request({}, receive)) == (b"From: a@example.org\nSubject: hi\n\nbody\n")
 
 
 @pytest.mark.parametrize("length", ["ten", "-", "1e3"])
 def test_unreadable_content_length_is_invalid(length: str) -> None:
     req = request({"Content-Length": length}, endless(b"", []))
     with pytest.raises(InvalidMessage):
-        asyncio.run(read_message(req, LIMIT))
+        read(req)
 
 
 def test_empty_body_is_invalid() -> None:
@@ -83,4 +92,59 @@ def test_empty_body_is_invalid() -> None:
         return {"type": "http.request", "body": b"", "more_body": False}
 
     with pytest.raises(InvalidMessage, match="empty"):
-        asyncio.run(read_message(request({}, receive), LIMIT))
+        read(request({}, receive))
+
+
+def test_the_declared_length_is_held_before_the_body_is_read() -> None:
+    calls: list[int] = []
+    hold = BodyBudget(LIMIT).reserve()
+    req = request({"Content-Length": "600"}, endless(b"x" * 100, calls))
+    with pytest.raises(MessageTooLarge):  # the body lies: it runs on past the cap
+        read(req, hold)
+    assert hold.size == LIMIT  # 600 up front, then what arrived beyond them
+
+
+def test_a_declared_length_the_budget_cannot_hold_is_refused_before_reading() -> None:
+    calls: list[int] = []
+    budget = BodyBudget(LIMIT)
+    busy = budget.reserve()
+    busy.grow(LIMIT // 2)
+    req = request({"Content-Length": str(LIMIT // 2 + 1)}, endless(b"x", calls))
+    with pytest.raises(Overloaded):
+        read(req, budget.reserve())
+    assert calls == []
+    assert budget.held == LIMIT // 2
+
+
+def test_a_chunked_body_grows_its_hold_until_the_budget_is_full() -> None:
+    calls: list[int] = []
+    budget = BodyBudget(LIMIT // 2)
+    hold = budget.reserve()
+    with pytest.raises(Overloaded):
+        read(request({}, endless(b"x" * 100, calls)), hold)
+    assert hold.size == LIMIT // 2
+    assert len(calls) == LIMIT // 2 // 100 + 1
+    hold.release()
+    assert budget.held == 0
+
+
+def test_a_body_that_never_ends_arriving_times_out() -> None:
+    async def receive() -> Message:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    with pytest.raises(RequestTimeout, match=r"0\.05 seconds"):
+        read(request({"Content-Length": "10"}, receive), timeout=0.05)
+
+
+def test_a_client_that_goes_away_mid_body_is_an_invalid_message() -> None:
+    messages: list[Message] = [
+        {"type": "http.request", "body": b"From: a@example.org\n", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> Message:
+        return messages.pop(0)
+
+    with pytest.raises(InvalidMessage, match="closed the connection"):
+        read(request({}, receive))

@@ -176,3 +176,12 @@ def test_unexpected_error_is_500_in_our_shape(make_api: MakeApi) -> None:
 def test_unknown_route_and_wrong_method_in_our_shape(client: TestClient) -> None:
     assert_error(client.get("/v2/nothing"), 404, "not_found")
     assert_error(client.get("/v1/classify"), 405, "method_not_allowed")
+
+
+def test_an_overload_says_when_to_retry(make_api: MakeApi) -> None:
+    api = make_api(server={"max_buffered_bytes": 1024})
+    reply = api.client.post("/v1/classify", content=HAMMY + b"x" * 2000)
+    assert reply.status_code == 503
+    assert reply.json()["error"] == "overloaded"
+    assert reply.headers["Retry-After"] == "1"
+    assert api.app.state.budget.held == 0

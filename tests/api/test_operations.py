@@ -101,6 +101,9 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
         assert "401" in paths[path]["post"]["responses"]
         assert paths[path]["post"]["security"] == [{"HTTPBearer": []}]
     assert "422" in paths["/v1/feedback"]["post"]["responses"]
+    for path in POST_ROUTES:  # a trickled body, an overloaded process
+        assert {"408", "503"} <= set(paths[path]["post"]["responses"])
+    assert "overloaded" in paths["/v1/classify"]["post"]["responses"]["503"]["description"]
     error = paths["/v1/classify"]["post"]["responses"]["400"]["content"]["application/json"]
     assert error["schema"]["$ref"] == "#/components/schemas/ErrorResponse"
     schemas = document["components"]["schemas"]

@@ -1,6 +1,7 @@
 """spamfilter serve: the bind check, one migration, then uvicorn on the app factory.
 
-uvicorn.run is replaced by a recorder: these tests check what would be started, not a server.
+uvicorn.run is replaced by a recorder: these tests check what would be started, not a server
+(tests/api/test_connections.py runs a real one with the same options).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 import uvicorn
 
+from app.api.connections import HeadDeadlineH11Protocol, HeadDeadlineHttpToolsProtocol
 from app.cli.serve import APP_FACTORY
 from tests.cli.conftest import Run
 
@@ -54,7 +56,8 @@ def test_loopback_starts_uvicorn_on_the_factory(
     (call,) = started
     assert call["app"] == APP_FACTORY and call["factory"] is True
     assert (call["host"], call["port"], call["workers"]) == ("127.0.0.1", 8123, 2)
-    assert call["http"] == "h11" and call["access_log"] is False
+    assert call["http"] is HeadDeadlineH11Protocol and call["access_log"] is False
+    assert (call["timeout_keep_alive"], call["limit_concurrency"]) == (5.0, 257)
     assert call["env"] == {
         "SPAMFILTER_DATABASE_URL": cli_database,
         "SPAMFILTER_SERVER__HOST": "127.0.0.1",
@@ -85,3 +88,15 @@ def test_a_public_host_with_the_opt_out_or_tokens_starts(
     monkeypatch.setenv("SPAMFILTER_API_TOKENS", "secret-one,secret-two")
     assert run("serve", "--host", "0.0.0.0").exit_code == 0
     assert len(started) == 2
+
+
+def test_connection_limits_come_from_the_settings(
+    run: Run, started: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPAMFILTER_SERVER__IDLE_TIMEOUT_SECONDS", "0.5")
+    monkeypatch.setenv("SPAMFILTER_SERVER__MAX_CONNECTIONS", "3")
+    assert run("serve").exit_code == 0
+    (call,) = started
+    assert call["timeout_keep_alive"] == 0.5
+    assert call["limit_concurrency"] == 4  # uvicorn counts the refused connection too
+    assert call["http"] is HeadDeadlineHttpToolsProtocol  # auto: httptools is installed
