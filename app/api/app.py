@@ -27,6 +27,11 @@ Send a raw message (RFC 822 bytes) to **classify** it, to give **feedback** (lea
 spam or ham) or to **forget** it. Scores are natural-log odds; every verdict lists the tokens
 that moved it. Errors are JSON `{"error": code, "detail": text}`.
 
+When the server has API tokens configured, feedback, forget, stats and metrics need
+`Authorization: Bearer <token>`. Classify answers every caller, but to a caller without a
+valid token the clues that are header, address, URL or MIME tokens show their namespace and
+weight only (`from:addr:*`), not the learned value.
+
 Limits: a body must arrive within the read timeout (408), stay under the size cap (413) and
 fit in the process's budget of message bytes in flight (503 `overloaded`, with Retry-After);
 past the connection cap the server answers 503 before the request reaches the app.

@@ -1,5 +1,9 @@
 """What a route needs from its app: the service, the settings, the metrics, the caller's token.
 
+With API tokens configured, feedback, forget, stats and metrics need one (``require_token``,
+401 without), while classify answers everyone and shows the header, address and URL tokens
+among its clues to token holders only (``caller_is_trusted``).
+
 Every dependency here is ``async def`` on purpose: none does I/O, and FastAPI would run a
 plain ``def`` dependency in the threadpool, one thread hop per request for nothing.
 """
@@ -20,7 +24,9 @@ from app.settings import Settings
 
 _bearer = HTTPBearer(
     auto_error=False,
-    description="Required by feedback and forget when the server has API tokens configured.",
+    description="When the server has API tokens configured: required by feedback, forget, "
+    "stats and metrics; on classify, it reveals the header, address and URL tokens among "
+    "the clues.",
 )
 
 
@@ -44,9 +50,11 @@ async def service_of(request: Request) -> SpamFilter:
     return service
 
 
+CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
 async def require_token(
-    settings: Annotated[Settings, Depends(settings_of)],
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    settings: Annotated[Settings, Depends(settings_of)], credentials: CredentialsDep
 ) -> None:
     """Refuse the request (401) unless it carries one of the configured API tokens.
 
@@ -57,13 +65,26 @@ async def require_token(
         return
     if credentials is None:
         raise NotAuthenticated("this route needs an 'Authorization: Bearer <token>' header")
-    given = credentials.credentials.encode()
-    # Compare with every token, in constant time per token, so timing reveals nothing.
-    matches = [hmac.compare_digest(given, token.encode()) for token in settings.api_tokens]
-    if not any(matches):
+    if not _is_configured(credentials.credentials, settings.api_tokens):
         raise NotAuthenticated("the bearer token is not valid")
+
+
+async def caller_is_trusted(
+    settings: Annotated[Settings, Depends(settings_of)], credentials: CredentialsDep
+) -> bool:
+    """True when no tokens are configured or the request carries a valid one; never 401."""
+    if not settings.api_tokens:
+        return True
+    return credentials is not None and _is_configured(credentials.credentials, settings.api_tokens)
+
+
+def _is_configured(given: str, tokens: list[str]) -> bool:
+    # Compare with every token, in constant time per token, so timing reveals nothing.
+    matches = [hmac.compare_digest(given.encode(), token.encode()) for token in tokens]
+    return any(matches)
 
 
 ServiceDep = Annotated[SpamFilter, Depends(service_of)]
 SettingsDep = Annotated[Settings, Depends(settings_of)]
 MetricsDep = Annotated[Metrics, Depends(metrics_of)]
+TrustedDep = Annotated[bool, Depends(caller_is_trusted)]

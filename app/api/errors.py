@@ -3,6 +3,11 @@
 The service's error hierarchy (``app.errors``) is mapped here and nowhere else; routes simply
 let errors propagate. FastAPI's request validation errors and Starlette's own HTTP errors
 (404, 405, ...) are reshaped to the same JSON form so that clients parse one error shape.
+
+What a client is told of a server-side failure is a fixed sentence per error code: the text
+of a storage error can name the database host, port, user or password (psycopg's messages
+do), so it goes to the server log only. Anything unexpected (a bug, RecursionError,
+MemoryError) is a 500 ``internal_error`` without a traceback; the server logs the traceback.
 """
 
 from __future__ import annotations
@@ -54,6 +59,15 @@ STATUS: Mapping[type[SpamFilterError], int] = {
     ConfigurationError: 500,
 }
 
+# The detail of each server-side failure, whatever its text said (see the module docstring).
+# Overloaded is not here: its text is ours, made of the budget's size alone.
+PUBLIC_DETAIL: Mapping[type[SpamFilterError], str] = {
+    StorageUnavailable: "the database is unavailable; retry shortly",
+    StorageConflict: "the database is busy; retry shortly",
+    ConfigurationError: "the server is misconfigured; see its log",
+}
+INTERNAL_DETAIL = "internal server error"
+
 # Seconds an overloaded client is asked to wait: bodies in flight are read and answered in
 # well under a second, so the budget is usually free again by then.
 RETRY_AFTER_SECONDS = 1
@@ -71,6 +85,17 @@ def status_of(error: SpamFilterError) -> int:
     return 500
 
 
+def public_detail(error: SpamFilterError) -> str:
+    """What a client may read of ``error``: its own text for a client error (4xx) or an
+    overload, a fixed sentence for any other server-side failure."""
+    if status_of(error) < 500 or isinstance(error, Overloaded):
+        return str(error) or error.code
+    for cls in type(error).__mro__:
+        if cls in PUBLIC_DETAIL:
+            return PUBLIC_DETAIL[cls]
+    return INTERNAL_DETAIL
+
+
 def error_response(
     status: int, code: str, detail: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
@@ -79,12 +104,13 @@ def error_response(
 
 
 async def on_spamfilter_error(_request: Request, error: Exception) -> JSONResponse:
-    """Map a SpamFilterError to its status and code."""
+    """Map a SpamFilterError to its status, code and public detail (the whole text of a
+    server-side failure is logged, never returned)."""
     assert isinstance(error, SpamFilterError)
     status = status_of(error)
     if status >= 500:
         log.warning("request failed: %s: %s", error.code, error)
-    return error_response(status, error.code, str(error) or error.code, _headers_of(error))
+    return error_response(status, error.code, public_detail(error), _headers_of(error))
 
 
 async def on_validation_error(_request: Request, error: Exception) -> JSONResponse:
@@ -106,7 +132,7 @@ async def on_http_error(_request: Request, error: Exception) -> JSONResponse:
 
 async def on_unexpected_error(_request: Request, _error: Exception) -> JSONResponse:
     """A bug: 500 in our JSON shape (the traceback is logged by the server, not returned)."""
-    return error_response(500, "internal_error", "internal server error")
+    return error_response(500, "internal_error", INTERNAL_DETAIL)
 
 
 def install_error_handlers(app: FastAPI) -> None:

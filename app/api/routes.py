@@ -15,8 +15,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app.api.body import received_message
-from app.api.dependencies import MetricsDep, ServiceDep, require_token
+from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
+from app.api.exposure import hide_field_values
 from app.api.schemas import (
+    OPTIONAL_TOKEN,
     RAW_MESSAGE_BODY,
     ClassifyResponse,
     ClueResponse,
@@ -49,14 +51,24 @@ LabelQuery = Annotated[
     summary="Classify a message",
     response_model=ClassifyResponse,
     responses=errors(400, 408, 413, 503),
-    openapi_extra=RAW_MESSAGE_BODY,
+    openapi_extra={**RAW_MESSAGE_BODY, **OPTIONAL_TOKEN},
 )
-async def classify(request: Request, service: ServiceDep, metrics: MetricsDep) -> ClassifyResponse:
-    """Score the raw message: ham, unsure or spam, with the log-odds and the top clues."""
+async def classify(
+    request: Request, service: ServiceDep, metrics: MetricsDep, trusted: TrustedDep
+) -> ClassifyResponse:
+    """Score the raw message: ham, unsure or spam, with the log-odds and the top clues.
+
+    Open to every caller. When the server has API tokens configured and the request carries
+    none (or a wrong one), the clues that are header, address, URL or MIME tokens (those
+    with a namespace, such as `from:addr:alice@example.org`) keep their weight but have their
+    value hidden (`from:addr:*`), here and in the X-Spam headers: only token holders see
+    which addresses, relays and hosts the model has learned. Body words are always shown.
+    """
     async with received_message(request) as raw:
         result = await run_in_threadpool(service.classify, raw)
     metrics.verdicts.labels(result.verdict.value).inc()
-    return render_classification(result, service.mail_report(result))
+    shown = result if trusted else hide_field_values(result)
+    return render_classification(shown, service.mail_report(shown))
 
 
 @router.post(
@@ -103,10 +115,13 @@ async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> 
     tags=["filter"],
     summary="What the model has learned",
     response_model=StatsResponse,
-    responses=errors(503),
+    responses=errors(401, 503),
+    dependencies=[Depends(require_token)],
 )
 async def stats(service: ServiceDep) -> StatsResponse:
-    """Learned messages and token occurrences per label, and the vocabulary size."""
+    """Learned messages and token occurrences per label, and the vocabulary size.
+
+    Needs a bearer token when the server has API tokens configured."""
     return render_stats(await run_in_threadpool(service.stats))
 
 
@@ -134,10 +149,17 @@ async def readyz(service: ServiceDep) -> HealthResponse:
     tags=["operations"],
     summary="Prometheus metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Text format"}},
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Text format"},
+        **errors(401),
+    },
+    dependencies=[Depends(require_token)],
 )
 async def metrics_text(metrics: MetricsDep) -> Response:
-    """Request counts and latencies by route and status, verdicts, feedback outcomes."""
+    """Request counts and latencies by route and status, verdicts, feedback outcomes.
+
+    Needs a bearer token when the server has API tokens configured (Prometheus:
+    ``authorization: {credentials: <token>}`` in the scrape config)."""
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 

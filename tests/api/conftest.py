@@ -37,11 +37,14 @@ class Api:
     app: FastAPI
     client: TestClient
 
-    def train(self) -> None:
-        """Learn the sample ham and spam messages."""
+    def train(self, token: str | None = None) -> None:
+        """Learn the sample ham and spam messages (with ``token`` as the bearer, if given)."""
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         for label, messages in (("ham", HAM), ("spam", SPAM)):
             for raw in messages:
-                reply = self.client.post("/v1/feedback", params={"label": label}, content=raw)
+                reply = self.client.post(
+                    "/v1/feedback", params={"label": label}, content=raw, headers=headers
+                )
                 assert reply.status_code == 200, reply.text
 
 

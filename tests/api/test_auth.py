@@ -1,4 +1,5 @@
-"""Bearer tokens on feedback and forget; everything else stays open; the bind check."""
+"""Bearer tokens on feedback, forget, stats and metrics; classify, health and readiness stay
+open; the bind check."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.api.samples import HAMMY
 
 TOKENS = ["first-secret-token", "second-secret-token"]
 PROTECTED = ["/v1/feedback?label=ham", "/v1/forget"]
+PROTECTED_GETS = ["/v1/stats", "/metrics"]
 
 
 @pytest.fixture
@@ -50,8 +52,31 @@ def test_the_token_is_checked_before_the_body_is_judged(secured: Api) -> None:
 
 def test_open_routes_need_no_token(secured: Api) -> None:
     assert secured.client.post("/v1/classify", content=HAMMY).status_code == 200
-    for path in ("/v1/stats", "/healthz", "/readyz", "/metrics", "/openapi.json"):
+    for path in ("/healthz", "/readyz", "/openapi.json"):
         assert secured.client.get(path).status_code == 200, path
+
+
+@pytest.mark.parametrize("path", PROTECTED_GETS)
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token"], ids=["missing", "wrong"])
+def test_stats_and_metrics_refuse_without_a_valid_token(
+    secured: Api, path: str, authorization: str | None
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    reply = secured.client.get(path, headers=headers)
+    assert reply.status_code == 401
+    assert reply.json()["error"] == "not_authenticated"
+    assert reply.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("path", PROTECTED_GETS)
+def test_stats_and_metrics_answer_a_valid_token(secured: Api, path: str) -> None:
+    reply = secured.client.get(path, headers={"Authorization": f"Bearer {TOKENS[1]}"})
+    assert reply.status_code == 200
+
+
+@pytest.mark.parametrize("path", PROTECTED_GETS)
+def test_stats_and_metrics_are_open_without_tokens_configured(api: Api, path: str) -> None:
+    assert api.client.get(path).status_code == 200
 
 
 @pytest.mark.parametrize("path", PROTECTED)
