@@ -1,15 +1,25 @@
-"""Engine construction for SQLite (embedded default) and PostgreSQL (psycopg 3)."""
+"""Engine construction for SQLite (embedded default) and PostgreSQL (psycopg 3).
+
+A URL that cannot work ends here as one ConfigurationError whose text never repeats the URL
+(it may hold a password): a malformed URL, a database other than SQLite or PostgreSQL, or a
+driver that is not installed.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import URL, Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from app.errors import ConfigurationError, StorageUnavailable
+
+EXPECTED = "sqlite:///PATH or postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE"
+# The drivers the storage layer is written and tested for (dialect.py knows these two).
+_SUPPORTED = {"sqlite": ("", "pysqlite"), "postgresql": ("psycopg",)}
 
 
 def normalise_url(url: str) -> str:
@@ -27,28 +37,48 @@ def make_engine(url: str, pool_size: int = 5, busy_timeout_ms: int = 30_000) -> 
     can lose the last commits but never corrupts) and a busy timeout, and pysqlite's own
     transaction handling is replaced by explicit BEGIN [IMMEDIATE] (see ``_begin``).
     """
+    parsed = parse_url(url)
     try:
-        parsed = make_url(normalise_url(url))
         if parsed.get_backend_name() == "sqlite":
-            return _sqlite_engine(parsed.render_as_string(hide_password=False), busy_timeout_ms)
+            return _sqlite_engine(parsed, busy_timeout_ms)
         return create_engine(
             parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
         )
     except (ArgumentError, NoSuchModuleError, ValueError) as error:
-        raise ConfigurationError(f"unusable database URL: {error}") from error
+        raise ConfigurationError(f"unusable database URL; expected {EXPECTED}") from error
+    except ImportError as error:
+        raise ConfigurationError(
+            f"the driver of {parsed.drivername!r} databases is not installed"
+        ) from error
 
 
-def _sqlite_engine(url: str, busy_timeout_ms: int) -> Engine:
-    parsed = make_url(url)
-    if parsed.database and parsed.database != ":memory:":
-        folder = Path(parsed.database).expanduser().parent
+def parse_url(url: str) -> URL:
+    """``url`` parsed and checked to name a database we support (ConfigurationError if not)."""
+    try:
+        parsed = make_url(normalise_url(url))
+    except (ArgumentError, ValueError) as error:
+        # The parser's message may quote a piece of the URL, password included.
+        raise ConfigurationError(f"unusable database URL; expected {EXPECTED}") from error
+    backend, _, driver = parsed.drivername.partition("+")
+    if driver not in _SUPPORTED.get(backend, ()):
+        raise ConfigurationError(f"unsupported database {parsed.drivername!r}; expected {EXPECTED}")
+    return parsed
+
+
+def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
+    database = parsed.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        # One absolute path, fixed now: the folder created, the file checked (sqlite_file.py)
+        # and the file SQLite opens are the same whatever the working folder becomes later.
+        path = Path(os.path.abspath(Path(database).expanduser()))
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StorageUnavailable(
-                f"cannot create the database folder {folder}: {error}"
+                f"cannot create the database folder {path.parent}: {error.strerror or error}"
             ) from error
-    engine = create_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+        parsed = parsed.set(database=str(path))
+    engine = create_engine(parsed, connect_args={"timeout": busy_timeout_ms / 1000})
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
