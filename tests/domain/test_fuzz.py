@@ -3,11 +3,15 @@ returns, and ``tokenize`` then never raises and respects its caps.
 
 Two sources of input: arbitrary bytes, and structured random messages (random headers,
 RFC 2047 words, nested MIME parts, charsets, transfer encodings, HTML, truncation).
+
+Each property runs 200 examples; ``SPAMFILTER_TEST_FUZZ_EXAMPLES=5000`` runs that many instead
+(here and in ``test_fuzz_service.py``, which drives the same inputs through the service).
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import quopri
 from collections import Counter
 from email import base64mime, quoprimime
@@ -19,11 +23,20 @@ from app.domain.message import NotAMessage, ParsedMessage, digest_of, parse
 from app.domain.tokenizer import TokenizerOptions, tokenize
 from tests.domain.builders import SCAN_LIMIT
 
-FUZZ = settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+EXAMPLES_ENV = "SPAMFILTER_TEST_FUZZ_EXAMPLES"
+
+
+def fuzz_settings(examples: int) -> settings:
+    """Hypothesis settings for ``examples`` examples (or SPAMFILTER_TEST_FUZZ_EXAMPLES), no
+    deadline: a slow example is a finding for the hostile benchmark, not a flaky failure."""
+    return settings(
+        max_examples=int(os.environ.get(EXAMPLES_ENV) or examples),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+FUZZ = fuzz_settings(200)
 
 # Namespaces whose value is a word of the text (so max_token_length applies to it).
 WORD_PREFIXES = (
