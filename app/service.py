@@ -38,7 +38,7 @@ from app.domain.token_ids import token_id
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.errors import InvalidLabel, InvalidMessage, MessageTooLarge, StorageConflict
 from app.settings import Settings
-from app.storage.store import ModelTotals, Store, TokenStats, Transaction
+from app.storage.store import LearnedRecord, ModelTotals, Store, TokenStats, Transaction
 
 T = TypeVar("T")
 _RETRIES = 5
@@ -66,6 +66,7 @@ class Analysed:
     digest: str
     tokens: Counter[str]
     truncated: bool
+    legacy_digest: str | None = None
     ids: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -183,7 +184,8 @@ class SpamFilter:
             parsed = parse(raw, self._settings.tokenizer.scan_bytes, self._mime_limits)
         except NotAMessage as error:
             raise InvalidMessage(str(error)) from error
-        return Analysed(parsed.digest, tokenize(parsed, self._options), parsed.truncated)
+        tokens = tokenize(parsed, self._options)
+        return Analysed(parsed.digest, tokens, parsed.truncated, parsed.legacy_digest)
 
     def classify(self, message: bytes | Analysed, scope: str | None = None) -> Classification:
         """Score a message against the learned counts (read-only)."""
@@ -204,7 +206,7 @@ class SpamFilter:
         bag = analysed.bag()
 
         def work(tx: Transaction) -> Outcome:
-            record = tx.learned(scope, analysed.digest)
+            record = _record(tx, scope, analysed)
             if record is None:
                 if not self._worth_learning(tx, scope, analysed, target):
                     return Outcome.SKIPPED
@@ -226,7 +228,7 @@ class SpamFilter:
             else:
                 tx.subtract(scope, record.label, record.bag, vocabulary=False)
                 tx.add(scope, target, record.bag, vocabulary=False)
-            tx.relabel(scope, analysed.digest, target)
+            tx.relabel(scope, record.digest, target)
             return Outcome.RELABELLED
 
         return FeedbackResult(analysed.digest, target, self._write(work))
@@ -237,11 +239,11 @@ class SpamFilter:
         scope = scope or self._settings.scope
 
         def work(tx: Transaction) -> Outcome:
-            record = tx.learned(scope, analysed.digest)
+            record = _record(tx, scope, analysed)
             if record is None:
                 return Outcome.UNKNOWN
             tx.subtract(scope, record.label, record.bag, vocabulary=True)
-            tx.unclaim(scope, analysed.digest)
+            tx.unclaim(scope, record.digest)
             return Outcome.FORGOTTEN
 
         return FeedbackResult(analysed.digest, None, self._write(work))
@@ -388,6 +390,15 @@ class SpamFilter:
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,
         )
+
+
+def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | None:
+    """The learned record of a message: under its digest, or under the digest an older
+    version gave the same bytes (see ``ParsedMessage.legacy_digest``)."""
+    record = tx.learned(scope, analysed.digest)
+    if record is None and analysed.legacy_digest is not None:
+        record = tx.learned(scope, analysed.legacy_digest)
+    return record
 
 
 def _label(value: str) -> Label:

@@ -26,7 +26,12 @@ from app.domain.html import looks_like_html
 _MBOX_FROM = re.compile(rb"\AFrom [^\n]*\n")
 # A header line: a field name of printable ASCII (no colon or space), then a colon.
 _HEADER_LINE = re.compile(rb"\A[!-9;-~]+[ \t]*:")
-_SPAM_HEADER = re.compile(rb"(?i)x-spam-(?:flag|status|level|verdict)[ \t]*:")
+# Every X-Spam-* field: ours, another filter's, or a sender's forgery. The milter, spamd and
+# the pipe filter remove them all, so the digest ignores them all.
+_SPAM_FIELD = re.compile(rb"(?i)x-spam-[!-9;-~]*[ \t]*:")
+# The fields this filter adds. The digest once ignored only these, and messages learned then
+# are still found by the digest of that older reading (``ParsedMessage.legacy_digest``).
+_OUR_FIELDS = re.compile(rb"(?i)x-spam-(?:flag|status|level|verdict)[ \t]*:")
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
 
 
@@ -91,6 +96,8 @@ class ParsedMessage:
     ``truncated`` is true when only the first ``scan_limit`` bytes were parsed.
     ``message`` holds the top-level header fields, ``parts`` every part in MIME order (the
     message itself first), ``limits`` the names of the parsing limits that were hit.
+    ``legacy_digest`` is the digest an older version gave the same bytes, when it differs:
+    it removed only this filter's own X-Spam-Flag/Status/Level/Verdict fields.
     """
 
     digest: str
@@ -99,22 +106,33 @@ class ParsedMessage:
     message: Message
     parts: tuple[Part, ...] = ()
     limits: frozenset[str] = frozenset()
+    legacy_digest: str | None = None
 
 
 def normalise(raw: bytes) -> bytes:
     """The message bytes with LF line endings, without an mbox ``From `` line, leading blank
-    lines (which would otherwise make the parser read every header as body text), or the
-    X-Spam-* headers a classification adds — so a message learned after it went through
-    the milter, spamd PROCESS or the pipe filter has the digest of the original."""
+    lines (which would otherwise make the parser read every header as body text), or any
+    X-Spam-* header field (ours, or forged ones the adapters remove) — so a message learned
+    after it went through the milter, spamd PROCESS or the pipe filter has the digest of the
+    original."""
+    return _normalised(raw)[0]
+
+
+def _normalised(raw: bytes) -> tuple[bytes, bytes | None]:
+    """``normalise(raw)``, and the older reading that removed only our own four X-Spam fields
+    when that differs (else None)."""
     body = _MBOX_FROM.sub(b"", raw.replace(b"\r\n", b"\n"), count=1).lstrip(b"\n")
     head, separator, rest = body.partition(b"\n\n")
     if b"x-spam-" not in head.lower():
-        return body
-    return strip_spam_headers(head) + separator + rest
+        return body, None
+    data = strip_spam_headers(head) + separator + rest
+    legacy = strip_spam_headers(head, _OUR_FIELDS) + separator + rest
+    return data, (legacy if legacy != data else None)
 
 
-def strip_spam_headers(head: bytes) -> bytes:
-    """A header block without X-Spam-Flag/Status/Level/Verdict (and their folded lines)."""
+def strip_spam_headers(head: bytes, fields: re.Pattern[bytes] = _SPAM_FIELD) -> bytes:
+    """A header block without the fields ``fields`` matches (every X-Spam-* field by default),
+    and their folded lines."""
     kept: list[bytes] = []
     dropping = False
     for line in head.split(b"\n"):
@@ -122,7 +140,7 @@ def strip_spam_headers(head: bytes) -> bytes:
             if not dropping:
                 kept.append(line)
             continue
-        dropping = _SPAM_HEADER.match(line) is not None
+        dropping = fields.match(line) is not None
         if not dropping:
             kept.append(line)
     return b"\n".join(kept)
@@ -139,7 +157,7 @@ def parse(raw: bytes, scan_limit: int, limits: MimeLimits | None = None) -> Pars
     The MIME tree is walked without recursion and within ``limits`` (see ``mime_parts``).
     Raises NotAMessage for empty input or input whose first line is not a header.
     """
-    data = normalise(raw)
+    data, legacy = _normalised(raw)
     if not _HEADER_LINE.match(data):
         raise NotAMessage("input does not start with an RFC 822 header")
     truncated = len(data) > scan_limit
@@ -148,7 +166,10 @@ def parse(raw: bytes, scan_limit: int, limits: MimeLimits | None = None) -> Pars
     text = head.replace(b"\x00", b"").decode("ascii", "surrogateescape")
     parts, hit = mime_parts(text, limits or MimeLimits())
     digest = hashlib.sha256(data).hexdigest()
-    return ParsedMessage(digest, len(data), truncated, parts[0].fields, tuple(parts), hit)
+    legacy_digest = hashlib.sha256(legacy).hexdigest() if legacy is not None else None
+    return ParsedMessage(
+        digest, len(data), truncated, parts[0].fields, tuple(parts), hit, legacy_digest
+    )
 
 
 def mime_parts(text: str, limits: MimeLimits) -> tuple[list[Part], frozenset[str]]:

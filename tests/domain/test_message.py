@@ -313,6 +313,17 @@ def test_our_spam_headers_do_not_change_the_digest() -> None:
     )
     assert digest_of(marked) == digest_of(original)
     assert parse(marked, 1 << 20).digest == digest_of(original)
+    assert parse(marked, 1 << 20).legacy_digest is None  # an older version agreed
     # Other headers, and X-Spam text in the body, still count.
-    assert digest_of(b"X-Spam-Other: 1\n" + original) != digest_of(original)
+    assert digest_of(b"X-Other: 1\n" + original) != digest_of(original)
     assert digest_of(original.replace(b"stays", b"changed")) != digest_of(original)
+
+
+def test_every_x_spam_field_is_left_out_of_the_digest_as_the_adapters_remove_them() -> None:
+    original = b"From: a@example.org\nSubject: hello\n\nbody\n"
+    forged = b"X-Spam-Checker-Version: SpamAssassin 3.4\nX-Spam-Score:\n 9.9\n" + original
+    assert digest_of(forged) == digest_of(original)
+    parsed = parse(forged, 1 << 20)
+    # Before, only our four fields were left out: that digest finds messages learned then.
+    older = b"X-Spam-Checker-Version: SpamAssassin 3.4\nX-Spam-Score:\n 9.9\n" + original
+    assert parsed.legacy_digest == hashlib.sha256(older).hexdigest()
