@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 import re
 import time
-import tracemalloc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,8 +63,8 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """One shape at one size. Times are the best of the runs, in seconds; ``error`` is the
-    error code of a call that raised; ``skipped`` when a smaller size already broke the time
-    bound, so this one was not run."""
+    error code of a call that raised (``analyse_seconds`` is then the time until it did);
+    ``skipped`` when a smaller size already broke the time bound, so this one was not run."""
 
     size: int
     length: int
@@ -77,8 +76,8 @@ class Measurement:
 
     @property
     def us_per_kib(self) -> float | None:
-        """Microseconds of analyse per KiB of message."""
-        if self.analyse_seconds is None or self.length == 0:
+        """Microseconds of analyse per KiB of message (None for a call that raised)."""
+        if self.analyse_seconds is None or self.error is not None or self.length == 0:
             return None
         return self.analyse_seconds * 1e6 / (self.length / KIB)
 
@@ -156,6 +155,8 @@ def best_time(function: Timed, raw: bytes, repeats: int, bound: float, clock: Cl
 
 def peak_bytes(function: Timed, raw: bytes) -> int:
     """The peak of traced allocations during one call, above what was live before, in bytes."""
+    import tracemalloc  # only when measuring: it pulls in pickle and friends (~10 ms)
+
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()

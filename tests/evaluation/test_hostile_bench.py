@@ -141,6 +141,7 @@ def test_a_call_that_raises_is_reported_by_its_error_code() -> None:
     codes = [m.error for m in result.measurements]
     assert codes[:2] == [None, None]
     assert codes[2:] == ["RecursionError: maximum recursion depth exceeded"] * 3
+    assert [m.us_per_kib is None for m in result.measurements] == [False, False, True, True, True]
     assert result.flatness is None
     assert result.failures == ("RecursionError: maximum recursion depth exceeded at 16 KiB",)
 
