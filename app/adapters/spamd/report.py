@@ -9,18 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.domain.naive_bayes import Clue
-
-# Re-exported for the callers that still import them from here; app.domain.rewrite owns them.
-from app.domain.rewrite import drop_spam_headers, header_block
 from app.domain.spam_headers import clue_symbol, shown_score
-
-__all__ = [
-    "CheckResult",
-    "drop_spam_headers",
-    "format_report",
-    "header_block",
-    "wire_score",
-]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,9 @@ from app.adapters.spamd.protocol import (
     render_response,
     tell_action,
 )
-from app.adapters.spamd.report import CheckResult, drop_spam_headers, header_block, wire_score
+from app.adapters.spamd.report import CheckResult, wire_score
 from app.domain.naive_bayes import Clue
-from app.domain.rewrite import add_headers
+from app.domain.rewrite import add_headers, drop_spam_headers, header_block
 from app.errors import (
     ConfigurationError,
     InvalidLabel,
