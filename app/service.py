@@ -166,8 +166,13 @@ class SpamFilter:
         return self._store.dialect_name
 
     def is_ready(self) -> bool:
-        """True when the database answers and its schema is at the newest revision."""
-        return self._store.is_migrated()
+        """True when the database answers, its schema is at the newest revision and (SQLite)
+        its file is the one in use and writable."""
+        return self.readiness() is None
+
+    def readiness(self) -> str | None:
+        """None when ready (see ``is_ready``), else why not, in one line safe to show."""
+        return self._store.readiness()
 
     def close(self) -> None:
         """Release every database connection."""

@@ -139,8 +139,11 @@ async def healthz() -> HealthResponse:
     responses=errors(503),
 )
 async def readyz(service: ServiceDep) -> HealthResponse:
-    """200 when the database answers and its schema is at the newest revision; else 503."""
-    await run_in_threadpool(check_ready, service)
+    """200 when the database answers, its schema is at the newest revision and (SQLite) its
+    file is the one in use and writable; else 503 (the reason is logged)."""
+    reason = await run_in_threadpool(service.readiness)
+    if reason is not None:
+        raise StorageUnavailable(reason)
     return HealthResponse(status="ready")
 
 

@@ -7,6 +7,7 @@ the dialect-specific parts (upsert, "greatest", array parameters) are in ``diale
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,10 +16,14 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, Engine, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
+from app.errors import StorageUnavailable
 from app.storage import dialect
 from app.storage.codec import decode_bag, encode_bag
-from app.storage.failures import translate
+from app.storage.failures import is_file_fault, translate
+from app.storage.sqlite_file import database_file
 from app.storage.tables import label_total, learned_message, model_scope, token, token_count
+
+NOT_MIGRATED = "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +69,24 @@ class LearnedRecord:
 
 
 class Store:
-    """An engine and the units of work over it."""
+    """An engine and the units of work over it.
+
+    On SQLite the store also watches the database file (see ``sqlite_file.py``): a write is
+    refused, and the pool renewed, when the path no longer names the file the connections
+    have open (deleted or replaced) or cannot be written; a file put back at the path is
+    used again once it is at the newest schema.
+    """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._file = database_file(engine)
+        self._readonly = False
+        self._file_lock = threading.Lock()
+        # Bumped whenever the pool is renewed: a connection checked out before that is closed
+        # when its transaction ends, never returned for another one.
+        self._generation = 0
+        if self._file is not None:
+            self._file.attach(engine)
 
     @property
     def dialect_name(self) -> str:
@@ -80,14 +99,27 @@ class Store:
 
         On SQLite a writing transaction starts with BEGIN IMMEDIATE, so concurrent writers
         queue on the database lock (busy_timeout) instead of failing at their first write.
+        A write raises StorageUnavailable, and is never reported done, unless the database
+        file at the path is the one the connection wrote to both before and after it.
         """
+        if write:
+            self._check_file()
+        generation = self._generation
         try:
             with self._engine.connect() as conn:
-                conn.execution_options(spamfilter_write=write)
-                with conn.begin():
-                    yield Transaction(conn)
+                try:
+                    conn.execution_options(spamfilter_write=write)
+                    with conn.begin():
+                        yield Transaction(conn)
+                finally:
+                    if generation != self._generation:
+                        conn.invalidate()
         except DBAPIError as error:
+            if is_file_fault(error):
+                self._renew_pool()
             raise translate(error) from error
+        if write:
+            self._check_committed()
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None when never migrated)."""
@@ -96,15 +128,85 @@ class Store:
 
     def is_migrated(self) -> bool:
         """True when the database is at the newest revision the code ships."""
-        # Alembic is imported here, not at the top: it costs ~0.14 s, and the pipe filter,
-        # which builds a service per message, never needs it.
-        from app.storage.migrate import head_revision
+        return self.schema_revision() == _head_revision()
 
-        return self.schema_revision() == head_revision()
+    def readiness(self) -> str | None:
+        """None when the database answers, is at the newest revision and (SQLite) its file is
+        in place and writable; else why not, in one line safe to show a client."""
+        try:
+            self._check_file()
+            if not self.is_migrated():
+                return NOT_MIGRATED
+        except StorageUnavailable as error:
+            return str(error)
+        return None
 
     def dispose(self) -> None:
         """Close every pooled connection."""
         self._engine.dispose()
+
+    def _renew_pool(self) -> None:
+        """Close the pooled connections; those in use are closed when their work ends."""
+        self._generation += 1
+        self._engine.dispose()
+
+    def _check_file(self) -> None:
+        """Raise StorageUnavailable unless the SQLite file is the known one, and writable.
+
+        One stat and two or three access() calls: ~9 µs measured, against ~3 ms for a learn.
+        Under a lock, so that no thread adopts a new file while another still closes the
+        connections to the old one.
+        """
+        file = self._file
+        if file is None:
+            return
+        with self._file_lock:
+            found = file.found()
+            if found is None:
+                self._renew_pool()
+                file.known = None  # whatever comes back is checked before it is used
+                raise StorageUnavailable(
+                    "the database file is missing; restore it or run 'spamfilter db upgrade'"
+                )
+            if file.known is not None and found != file.known:
+                self._renew_pool()
+                file.known = None  # the next call adopts the file now at the path
+                raise StorageUnavailable("the database file was replaced while in use; retry")
+            if not file.writable():
+                if not self._readonly:
+                    self._readonly = True
+                    self._renew_pool()
+                raise StorageUnavailable("the database file or its folder is read-only")
+            if self._readonly:
+                # Connections opened while the file was read-only stay read-only: start afresh.
+                self._readonly = False
+                self._renew_pool()
+            if file.known is None:
+                if not self.is_migrated():
+                    raise StorageUnavailable(NOT_MIGRATED)
+                file.known = found
+
+    def _check_committed(self) -> None:
+        """After a commit: raise StorageUnavailable if the path no longer names the file
+        written to (it was replaced or deleted during the transaction: the write is lost)."""
+        file = self._file
+        if file is None:
+            return
+        with self._file_lock:
+            if file.found() != file.known:
+                self._renew_pool()
+                file.known = None
+                raise StorageUnavailable(
+                    "the database file was replaced or deleted during this write; retry"
+                )
+
+
+def _head_revision() -> str:
+    # Alembic is imported here, not at the top: it costs ~0.14 s, and the pipe filter,
+    # which builds a service per message, never needs it.
+    from app.storage.migrate import head_revision
+
+    return head_revision()
 
 
 class Transaction:
