@@ -109,3 +109,14 @@ def test_file_faults_are_the_sqlite_codes_a_fresh_connection_may_cure(
     if code is not None:
         orig.sqlite_errorcode = code
     assert is_file_fault(wrapped(orig)) is fault
+
+
+def test_readiness_of_an_unreachable_server_is_false_with_a_safe_reason() -> None:
+    engine = make_engine("postgresql://nobody:hunter2@127.0.0.1:1/none")
+    try:
+        reason = Store(engine).readiness()
+    finally:
+        engine.dispose()
+    assert reason is not None
+    assert reason.startswith("cannot reach the database")
+    assert_safe(reason)
