@@ -178,19 +178,23 @@ class SpamFilter:
         """Release every database connection."""
         self._store.dispose()
 
-    def analyse(self, raw: bytes) -> Analysed:
-        """Parse and tokenise ``raw``; raises MessageTooLarge or InvalidMessage."""
+    def analyse(self, raw: bytes, legacy: bool = False) -> Analysed:
+        """Parse and tokenise ``raw``; raises MessageTooLarge or InvalidMessage. With
+        ``legacy``, the digest an older version gave the same bytes too (learn needs it)."""
         if len(raw) > self._settings.server.max_message_bytes:
             raise MessageTooLarge(
                 f"message is {len(raw)} bytes; the limit is "
                 f"{self._settings.server.max_message_bytes}"
             )
         try:
-            parsed = parse(raw, self._settings.tokenizer.scan_bytes, self._mime_limits)
+            parsed = parse(raw, self._settings.tokenizer.scan_bytes, self._mime_limits, legacy)
         except NotAMessage as error:
             raise InvalidMessage(str(error)) from error
         tokens = tokenize(parsed, self._options)
         return Analysed(parsed.digest, tokens, parsed.truncated, parsed.legacy_digest)
+
+    def _analysed(self, message: bytes | Analysed) -> Analysed:
+        return message if isinstance(message, Analysed) else self.analyse(message, legacy=True)
 
     def classify(self, message: bytes | Analysed, scope: str | None = None) -> Classification:
         """Score a message against the learned counts (read-only)."""
@@ -206,7 +210,7 @@ class SpamFilter:
         """Learn a message as ``label``: learned, relabelled (counts moved), unchanged, or skipped
         (thick training: the model already gets it right by more than the margin)."""
         target = _label(label)
-        analysed = message if isinstance(message, Analysed) else self.analyse(message)
+        analysed = self._analysed(message)
         scope = scope or self._settings.scope
         bag = analysed.bag()
 
@@ -240,7 +244,7 @@ class SpamFilter:
 
     def forget(self, message: bytes | Analysed, scope: str | None = None) -> FeedbackResult:
         """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
-        analysed = message if isinstance(message, Analysed) else self.analyse(message)
+        analysed = self._analysed(message)
         scope = scope or self._settings.scope
 
         def work(tx: Transaction) -> Outcome:

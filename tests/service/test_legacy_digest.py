@@ -15,7 +15,7 @@ CHECKER = b"X-Spam-Checker-Version: SpamAssassin 3.4.6 on mx.example.org\n"
 
 def learned_by_an_older_version(service: SpamFilter, raw: bytes, label: str) -> str:
     """Learn ``raw`` as the older digest named it; returns that digest."""
-    analysed = service.analyse(raw)
+    analysed = service.analyse(raw, legacy=True)
     assert analysed.legacy_digest is not None and analysed.legacy_digest != analysed.digest
     older = Analysed(analysed.legacy_digest, analysed.tokens, analysed.truncated)
     assert service.learn(older, label).outcome == Outcome.LEARNED
