@@ -31,7 +31,7 @@ from app.api.schemas import (
 )
 from app.domain.labels import LABELS
 from app.errors import StorageUnavailable
-from app.service import Classification, MailReport, SpamFilter, Stats
+from app.service import Classification, MailReport, Stats
 
 router = APIRouter()
 
@@ -164,14 +164,6 @@ async def metrics_text(metrics: MetricsDep) -> Response:
     Needs a bearer token when the server has API tokens configured (Prometheus:
     ``authorization: {credentials: <token>}`` in the scrape config)."""
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-
-def check_ready(service: SpamFilter) -> None:
-    """Raise StorageUnavailable unless the database answers and is fully migrated."""
-    if not service.is_ready():
-        raise StorageUnavailable(
-            "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
-        )
 
 
 def render_classification(result: Classification, mail: MailReport) -> ClassifyResponse:
