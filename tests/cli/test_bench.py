@@ -36,12 +36,12 @@ def analyse_that(monkeypatch: pytest.MonkeyPatch, *, over: int, slow: float = 0.
     for messages longer than ``over`` bytes; the training messages are all shorter."""
     real = SpamFilter.analyse
 
-    def analyse(self: SpamFilter, raw: bytes) -> Analysed:
+    def analyse(self: SpamFilter, raw: bytes, legacy: bool = False) -> Analysed:
         if len(raw) > over:
             if not slow:
                 raise RecursionError("maximum recursion depth exceeded")
             time.sleep(slow)
-        return real(self, raw)
+        return real(self, raw, legacy)
 
     monkeypatch.setattr(SpamFilter, "analyse", analyse)
 
