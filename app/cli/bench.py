@@ -8,6 +8,12 @@ Every other setting (tokenizer limits, scan bytes, the size cap) comes from the 
 so an operator measures the limits they run with. With ``--check`` the exit status is 1
 when a shape raises, takes ``--max-seconds`` or more, or grows its cost per KiB more than
 ``--max-flatness`` times: a gate for CI. The timing lives in ``app.evaluation.hostile_bench``.
+
+``bench speed`` measures today's figures against the speed issue's targets: bulk learn and
+classify on fresh databases (beside bogofilter when it is installed), one message through a
+new process, and HTTP classify and feedback under load; ``--json`` / ``--out`` keep a run,
+``--compare A.json B.json`` sets two runs side by side. The run is
+``app.evaluation.speed_run``, the figures ``app.evaluation.speed_report``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -39,6 +45,10 @@ from app.evaluation.hostile_bench import (
     to_json,
     training_messages,
 )
+from app.evaluation.scratch_postgres import is_postgres
+
+if TYPE_CHECKING:
+    from app.evaluation.speed_run import Plan
 
 
 class Size(click.ParamType[int, Any]):
@@ -56,6 +66,10 @@ class Size(click.ParamType[int, Any]):
         if size < 1:
             self.fail("a size must be at least 1 byte", param, ctx)
         return size
+
+
+SKIPPABLE = ("http", "process", "bogofilter")
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared/corpora/spamassassin"
 
 
 @click.group()
@@ -176,3 +190,142 @@ def _finish(results: list[ShapeResult], bounds: Bounds, as_json: bool, check: bo
         click.echo(f"all {len(results)} shapes within bounds")
     if check and failed:
         raise fail(f"hostile shapes out of bounds: {', '.join(failed)}", EXIT_PROCESSING)
+
+
+@bench.command()
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder with an index file, or ham/ and spam/ folders "
+    "(default: ../shared/corpora/spamassassin beside the project, if there).",
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Shuffle seed.")
+@click.option("--limit", type=click.IntRange(min=2), help="Only the first N of the order.")
+@click.option(
+    "--database-url",
+    metavar="URL",
+    help="Also measure on this PostgreSQL database, in a schema of its own that is dropped "
+    "afterwards (default: the group's --database-url when it is postgresql://).",
+)
+@click.option(
+    "--skip",
+    multiple=True,
+    type=click.Choice(SKIPPABLE),
+    help="Leave out a slow part (repeatable).",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 1000),
+    default=20,
+    show_default=True,
+    help="New processes per command.",
+)
+@click.option("--connections", type=click.IntRange(1, 1024), default=16, show_default=True)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds of HTTP load per endpoint.",
+)
+@click.option(
+    "--requests",
+    "max_requests",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="At most this many requests per endpoint.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Classify requests sent to a new server before measuring.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    multiple=True,
+    help="Server worker processes (repeatable; default: 1 and 2).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the JSON result to this file.",
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Compare two saved results (A.json B.json) instead of measuring.",
+)
+@pass_state
+def speed(state: CliState, /, **options: Any) -> None:
+    """Speed against the targets: bulk learn/classify beside bogofilter, new processes, HTTP."""
+    from app.evaluation.corpus import CorpusError
+    from app.evaluation.speed_report import table
+    from app.evaluation.speed_run import BenchError
+    from app.evaluation.speed_run import run as run_speed
+
+    if options["compare"] is not None:
+        path_a, path_b = options["compare"]
+        _compare_speed(path_a, path_b, options["as_json"])
+        return
+    plan = _speed_plan(state, options)
+    quiet = options["as_json"]
+    try:
+        doc = run_speed(plan, lambda line: None if quiet else click.echo(line, err=True))
+    except (CorpusError, BenchError) as error:
+        raise fail(str(error), EXIT_USAGE) from error
+    text = json.dumps(doc, indent=1)
+    if options["out"] is not None:
+        options["out"].write_text(text + "\n", encoding="utf-8")
+    click.echo(text if options["as_json"] else table(doc))
+
+
+def _speed_plan(state: CliState, options: dict[str, Any]) -> Plan:
+    from app.evaluation.speed_run import Plan
+
+    corpus = options["corpus"] or (DEFAULT_CORPUS if DEFAULT_CORPUS.is_dir() else None)
+    if corpus is None:
+        raise fail("--corpus is required (no ../shared/corpora/spamassassin)", EXIT_USAGE)
+    url = options["database_url"]
+    if url is None and state.database_url_given and is_postgres(state.settings.database_url):
+        url = state.settings.database_url
+    if url is not None and not is_postgres(url):
+        raise fail(
+            "--database-url must be postgresql://...; SQLite is always measured "
+            "on a temporary file",
+            EXIT_USAGE,
+        )
+    return Plan(
+        corpus=corpus,
+        settings=state.settings,
+        seed=options["seed"],
+        limit=options["limit"],
+        postgres_url=url,
+        skip=frozenset(options["skip"]),
+        runs=options["runs"],
+        connections=options["connections"],
+        duration=options["duration"],
+        max_requests=options["max_requests"],
+        warmup=options["warmup"],
+        workers=tuple(options["workers"]) or (1, 2),
+    )
+
+
+def _compare_speed(path_a: Path, path_b: Path, as_json: bool) -> None:
+    from app.evaluation.speed_report import compare, compare_json
+
+    try:
+        docs = [json.loads(path.read_text(encoding="utf-8")) for path in (path_a, path_b)]
+        if any(doc.get("bench") != "speed" for doc in docs):
+            raise ValueError("not a bench speed result")
+    except ValueError as error:
+        raise fail(f"compare: {error}", EXIT_USAGE) from error
+    if as_json:
+        click.echo(json.dumps(compare_json(*docs), indent=1))
+    else:
+        click.echo(compare(*docs))

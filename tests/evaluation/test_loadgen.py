@@ -68,16 +68,16 @@ class Server:
         if path == "/hang":
             await asyncio.sleep(30)
         if path == "/chunked":
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         b"7\r\n{\"verdi\r\n7\r\nct\": 1}\r\n0\r\n\r\n")  # fmt: skip
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b'7\r\n{"verdi\r\n7\r\nct": 1}\r\n0\r\n\r\n'
+            )
             return True
-        status = b"503 Service Unavailable" if path == "/busy" else b"200 OK"
+        status = "503 Service Unavailable" if path == "/busy" else "200 OK"
         body = json.dumps({"path": path}).encode()
-        close = b"Connection: close\r\n" if path == "/close" else b""
-        writer.write(
-            b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n" + close
-            + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
-        )  # fmt: skip
+        close = "Connection: close\r\n" if path == "/close" else ""
+        head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{close}"
+        writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
         await writer.drain()
         return path != "/close"
 
@@ -166,8 +166,9 @@ def test_chunked_bodies_are_read_whole_and_tallied() -> None:
         return str(json.loads(body).get("verdict"))
 
     chunked = Request("POST", "/chunked")
-    result = serve_and_drive(server, requests=[chunked, OK], connections=1, max_requests=4,
-                             tally=tally)  # fmt: skip
+    result = serve_and_drive(
+        server, requests=[chunked, OK], connections=1, max_requests=4, tally=tally
+    )
     assert seen[0] == (200, b'{"verdict": 1}')
     assert result.tallies == {"1": 2, "None": 2}  # /ok's body has no verdict
 
@@ -177,8 +178,14 @@ def test_the_run_stops_at_the_deadline_and_latencies_come_from_the_clock() -> No
     server = Server()
     # One connection: start 0, deadline 5; each request reads the clock to check the
     # deadline, at the write and after the answer, so requests start at ticks 2 and 5.
-    result = serve_and_drive(server, requests=[OK], connections=1, max_requests=100,
-                             duration=5, clock=lambda: float(next(ticks)))  # fmt: skip
+    result = serve_and_drive(
+        server,
+        requests=[OK],
+        connections=1,
+        max_requests=100,
+        duration=5,
+        clock=lambda: float(next(ticks)),
+    )
     assert server.paths == {"/ok": 2}
     assert result.latencies == [1.0, 1.0]
     assert result.seconds == 8.0

@@ -1,0 +1,394 @@
+"""One ``spamfilter bench speed`` run, end to end: the corpus split, the databases, the
+processes and servers it starts, and the result document.
+
+Every database is new and thrown away: a SQLite file in a temporary folder (always) and,
+when a PostgreSQL URL is given, a schema of its own there (``scratch_postgres``). The first
+half of the corpus is learned through the service with the configured training mode, then the
+second half classified (``speed_bench``). Processes and servers are the installed
+``spamfilter-filter`` and ``spamfilter`` programs, started with the temporary database in
+``SPAMFILTER_DATABASE_URL``; servers listen on 127.0.0.1 only, on a free port, and each gets
+its own copy of the trained model, so feedback in one run does not change the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.evaluation import scratch_postgres, speed_report
+from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
+from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
+from app.evaluation.speed_bench import (
+    Bulk,
+    Split,
+    split_halves,
+    time_bogofilter,
+    time_classify,
+    time_learn,
+    time_spawns,
+    typical,
+    warm,
+)
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from app.service import SpamFilter
+
+HOST = "127.0.0.1"
+READY_SECONDS = 60.0
+Progress = Callable[[str], None]
+
+
+class BenchError(Exception):
+    """The benchmark cannot run as asked (no messages, a server that never got ready)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to measure and how hard."""
+
+    corpus: Path
+    settings: Settings
+    seed: int = 1
+    limit: int | None = None
+    postgres_url: str | None = None
+    skip: frozenset[str] = frozenset()
+    runs: int = 20
+    connections: int = 16
+    duration: float = 10.0
+    max_requests: int = 100_000
+    warmup: int = 200
+    workers: tuple[int, ...] = (1, 2)
+
+    @property
+    def backends(self) -> list[str]:
+        """``sqlite``, and ``postgresql`` when a URL was given."""
+        return ["sqlite", *(["postgresql"] if self.postgres_url else [])]
+
+
+@dataclass(slots=True)
+class _Work:
+    plan: Plan
+    split: Split
+    folder: Path
+    progress: Progress
+    doc: dict[str, Any] = field(default_factory=dict)
+
+
+def load_split(plan: Plan) -> Split:
+    """The corpus in the seeded order, halved (raises CorpusError, OSError, BenchError)."""
+    items = load_corpus(plan.corpus, order="auto", seed=plan.seed, limit=plan.limit)
+    split = split_halves(items)
+    if not split.train or not split.test:
+        raise BenchError(f"{plan.corpus}: {len(items)} messages; at least 2 are needed")
+    return split
+
+
+def run(plan: Plan, progress: Progress) -> dict[str, Any]:
+    """Measure everything the plan asks for; the result document (``speed_report``)."""
+    split = load_split(plan)
+    warm([*split.train, *split.test])
+    with tempfile.TemporaryDirectory(prefix="spamfilter-speed-") as folder:
+        work = _Work(plan, split, Path(folder), progress)
+        work.doc = {"bench": "speed", "format": speed_report.FORMAT}
+        work.doc["measured"] = measured(plan, split)
+        work.doc["bulk"], work.doc["notes"] = {}, []
+        for backend in plan.backends:
+            work.doc["bulk"][backend] = speed_report.bulk_json(_bulk(work, backend))
+        work.doc["bogofilter"] = _bogofilter(work)
+        work.doc["process"] = [] if "process" in plan.skip else _processes(work)
+        work.doc["http"] = [] if "http" in plan.skip else _http(work)
+    work.doc["figures"] = [speed_report.figure_json(f) for f in speed_report.figures(work.doc)]
+    return work.doc
+
+
+def measured(plan: Plan, split: Split) -> dict[str, Any]:
+    """What exactly was measured: corpus, order, sizes, settings, machine."""
+    order = effective_order(plan.corpus, "auto")
+    settings = plan.settings
+    return {
+        "corpus": str(plan.corpus.resolve()),
+        "order": order + (f" (seed {plan.seed})" if order == "shuffle" else ""),
+        "messages": len(split.train) + len(split.test),
+        "learned": f"first {len(split.train)} (spam {_count(split.train, 'spam')}, "
+        f"ham {_count(split.train, 'ham')})",
+        "classified": f"last {len(split.test)}",
+        "limit": plan.limit,
+        "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats)",
+        "model": f"{settings.model.kind}, top {settings.model.top_tokens} tokens",
+        "databases": ", ".join(plan.backends)
+        + (f" ({scratch_postgres.safe_url(plan.postgres_url)})" if plan.postgres_url else ""),
+        "http": "skipped"
+        if "http" in plan.skip
+        else f"{plan.connections} connections, {plan.duration:g} s or {plan.max_requests} "
+        f"requests per endpoint, {plan.warmup} warm-up, workers "
+        f"{'/'.join(map(str, plan.workers))}, serve's defaults otherwise",
+        "process": "skipped"
+        if "process" in plan.skip
+        else f"{plan.runs} runs each, the median-size message of the classified half",
+        "bogofilter": "skipped" if "bogofilter" in plan.skip else "when installed",
+        "cores": f"{os.cpu_count()} (usable {len(os.sched_getaffinity(0))})",
+        "machine": f"{platform.machine()}, Python {platform.python_version()}, "
+        f"spamfilter {_version()}",
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _count(items: Sequence[CorpusItem], label: str) -> int:
+    return sum(1 for item in items if item.label == label)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("spamfilter")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _bulk(work: _Work, backend: str) -> Bulk:
+    with _database(work, backend, trained=False) as url:
+        service = _service(work.plan.settings, url)
+        try:
+            work.progress(f"{backend}: learning {len(work.split.train)} messages")
+            learned = time_learn(work.split.train, lambda raw, label: _learn(service, raw, label))
+            work.progress(f"{backend}: classifying {len(work.split.test)} messages")
+            classified = time_classify(work.split.test, lambda raw: _verdict(service, raw))
+        finally:
+            service.close()  # SQLite folds its write-ahead log into the file on the last close
+        size = _sqlite_bytes(url) if backend == "sqlite" else scratch_postgres.schema_bytes(url)
+        if backend == "sqlite":
+            shutil.copy(_sqlite_path(url), work.folder / "trained.db")
+        return Bulk(learned, classified, size)
+
+
+def _service(settings: Settings, url: str) -> SpamFilter:
+    from app.bootstrap import build_service
+
+    return build_service(settings.model_copy(update={"database_url": url}), migrate=True)
+
+
+def _learn(service: SpamFilter, raw: bytes, label: str) -> str:
+    return str(service.learn(raw, label).outcome.value)
+
+
+def _verdict(service: SpamFilter, raw: bytes) -> str:
+    return str(service.classify(raw).verdict.value)
+
+
+@contextmanager
+def _database(work: _Work, backend: str, trained: bool) -> Iterator[str]:
+    """A new database of ``backend``: empty, or holding the model of the first half."""
+    if backend == "sqlite":
+        path = work.folder / f"sqlite-{time.monotonic_ns()}" / "bench.db"
+        path.parent.mkdir()
+        if trained:
+            shutil.copy(work.folder / "trained.db", path)
+        yield f"sqlite:///{path}"
+        return
+    assert work.plan.postgres_url is not None
+    with scratch_postgres.scratch_schema(work.plan.postgres_url) as url:
+        if trained:
+            service = _service(work.plan.settings, url)
+            try:
+                time_learn(work.split.train, lambda raw, label: _learn(service, raw, label))
+            finally:
+                service.close()
+        yield url
+
+
+def _sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+def _sqlite_bytes(url: str) -> int:
+    path = _sqlite_path(url)
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def _bogofilter(work: _Work) -> dict[str, Any] | None:
+    binary = shutil.which("bogofilter")
+    if "bogofilter" in work.plan.skip or binary is None:
+        work.doc["notes"].append(
+            "bogofilter skipped" if binary else "bogofilter not installed: no side-by-side"
+        )
+        return None
+    work.progress("bogofilter: registering and classifying the same halves")
+    wordlists = work.folder / "bogofilter"
+    wordlists.mkdir()
+    result = time_bogofilter(work.split, wordlists, _run_program, binary=binary)
+    return speed_report.bogofilter_json(result)
+
+
+def _run_program(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
+    done = subprocess.run(list(argv), input=stdin, capture_output=True, check=False)
+    return done.returncode, done.stdout or done.stderr
+
+
+def program(name: str) -> list[str]:
+    """The installed entry point ``name`` beside this interpreter, else a fallback that runs
+    the same code through the interpreter."""
+    script = Path(sys.executable).parent / name
+    if script.exists():
+        return [str(script)]
+    if name == "spamfilter-filter":
+        return [sys.executable, "-m", "app.adapters.pipe"]
+    return [sys.executable, "-c", "from app.cli import main; main()"]
+
+
+def environment(url: str) -> dict[str, str]:
+    """This process's environment with ``url`` as the database and no filter URL (the pipe
+    filter must take its direct path, not ask a server)."""
+    env = {k: v for k, v in os.environ.items() if k != "SPAMFILTER_FILTER_URL"}
+    env["SPAMFILTER_DATABASE_URL"] = url
+    return env
+
+
+def _processes(work: _Work) -> list[dict[str, Any]]:
+    raw = typical(work.split.test).path.read_bytes()
+    found = []
+    with _database(work, "sqlite", trained=True) as url:
+        env = environment(url)
+        for command, argv, ok in (
+            ("spamfilter-filter", program("spamfilter-filter"), (0, 1, 2)),
+            ("spamfilter classify -", [*program("spamfilter"), "classify", "-"], (0,)),
+        ):
+            work.progress(f"process: {command}, {work.plan.runs} runs")
+
+            def spawn(argv: list[str] = argv) -> int:
+                return subprocess.run(
+                    argv, input=raw, env=env, capture_output=True, check=False
+                ).returncode
+
+            found.append(speed_report.spawns_json(time_spawns(command, spawn, work.plan.runs, ok)))
+    return found
+
+
+def _http(work: _Work) -> list[dict[str, Any]]:
+    classify = [Request("POST", "/v1/classify", p.read_bytes()) for p in _paths(work.split.test)]
+    feedback = [
+        Request("POST", f"/v1/feedback?label={item.label}", item.path.read_bytes())
+        for item in work.split.test
+    ]
+    found = []
+    for backend in work.plan.backends:
+        for workers in work.plan.workers:
+            with _database(work, backend, trained=True) as url, _server(work, url, workers) as port:
+                for endpoint, requests, warmup in (
+                    ("classify", classify, work.plan.warmup),
+                    ("feedback", feedback, 0),
+                ):
+                    work.progress(f"http: {backend}, {workers} workers, {endpoint}")
+                    if warmup:
+                        _load(work, port, requests, warmup, None)
+                    load = _load(work, port, requests, work.plan.max_requests, _tally(endpoint))
+                    found.append(speed_report.load_json(backend, workers, endpoint, load))
+    return found
+
+
+def _paths(items: Sequence[CorpusItem]) -> list[Path]:
+    return [item.path for item in items]
+
+
+def _load(
+    work: _Work, port: int, requests: list[Request], count: int, tally: Tally | None
+) -> LoadResult:
+    plan = work.plan
+    return run_load(HOST, port, requests, plan.connections, count, plan.duration, tally=tally)
+
+
+def _tally(endpoint: str) -> Tally:
+    import json
+
+    key = "verdict" if endpoint == "classify" else "outcome"
+
+    def tally(status: int, body: bytes) -> str | None:
+        if status != 200:
+            return None
+        try:
+            return str(json.loads(body).get(key))
+        except ValueError:
+            return "unreadable"
+
+    return tally
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _server(work: _Work, url: str, workers: int) -> Iterator[int]:
+    """``spamfilter serve`` on 127.0.0.1 and a free port with ``workers``; yields the port
+    once /readyz answers 200, and stops the server (its whole process group) afterwards."""
+    port = free_port()
+    argv = [*program("spamfilter"), "serve", "--host", HOST, "--port", str(port)]
+    log_path = work.folder / f"serve-{port}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*argv, "--workers", str(workers)],
+            env=environment(url),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_ready(port, proc, log_path)
+        yield port
+    finally:
+        stop(proc)
+
+
+def wait_ready(port: int, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait until GET /readyz answers 200; BenchError when the server exits or never does."""
+    import http.client
+
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text("utf-8", "replace")[-2000:]
+            raise BenchError(f"spamfilter serve exited with {proc.returncode}:\n{tail}")
+        conn = http.client.HTTPConnection(HOST, port, timeout=2)
+        try:
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        time.sleep(0.1)
+    raise BenchError(f"spamfilter serve was not ready within {READY_SECONDS:g} s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the server (uvicorn stops its workers), SIGKILL if it has not exited within
+    20 s, then SIGKILL to whatever is left of the process group it was started in."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    # A worker the server left behind: the group is the one the server was started in.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)

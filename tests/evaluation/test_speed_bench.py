@@ -1,0 +1,319 @@
+"""The speed benchmark's bookkeeping on a fake clock and small synthetic corpora: the split,
+batches and their rates, spawn times, bogofilter driven through a fake runner, the figures
+against the targets, the table and the comparison of two runs.
+
+The timed functions cost what the test says (they move the fake clock), so every number is
+exact; no test needs bogofilter installed, and none times the real service.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import InvalidMessage
+from app.evaluation import scratch_postgres, speed_report, speed_run
+from app.evaluation.corpus import CorpusItem, load_corpus
+from app.evaluation.loadgen import LoadResult
+from app.evaluation.speed_bench import (
+    Batch,
+    Bulk,
+    Spawns,
+    Split,
+    split_halves,
+    time_bogofilter,
+    time_classify,
+    time_learn,
+    time_spawns,
+    typical,
+)
+from tests.builders import ham_message, spam_message
+
+
+class FakeClock:
+    """A clock that only moves when a fake timed function says it costs something."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def write_corpus(root: Path, spam: int, ham: int) -> Path:
+    """``root/spam`` and ``root/ham`` with generated messages; ham files twice as long."""
+    rng = random.Random(7)
+    for label, count, build, length in (
+        ("spam", spam, spam_message, 20),
+        ("ham", ham, ham_message, 40),
+    ):
+        folder = root / label
+        folder.mkdir(parents=True)
+        for serial in range(count):
+            (folder / f"{serial:04d}.eml").write_bytes(build(rng, serial, length))
+    return root
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> list[CorpusItem]:
+    return load_corpus(write_corpus(tmp_path / "corpus", 5, 6), seed=1)
+
+
+def test_the_first_half_of_the_seeded_order_is_learned_the_rest_classified(
+    corpus: list[CorpusItem],
+) -> None:
+    split = split_halves(corpus)
+    assert len(split.train) == 5 and len(split.test) == 6  # int(11 * 0.5), as the peers do
+    assert [*split.train, *split.test] == corpus
+    assert {item.label for item in corpus} == {"spam", "ham"}
+
+
+def test_the_typical_message_is_the_one_of_median_size(tmp_path: Path) -> None:
+    items = []
+    for size in (50, 10, 40, 20, 30):
+        path = tmp_path / f"m{size}"
+        path.write_bytes(b"x" * size)
+        items.append(CorpusItem("ham", path))
+    assert typical(items).path.name == "m30"
+    assert typical(items[:4]).path.name == "m20"  # the first of two middles
+
+
+def test_learning_counts_outcomes_and_failures_over_the_whole_batch_time(
+    corpus: list[CorpusItem],
+) -> None:
+    clock = FakeClock()
+    seen: list[tuple[bytes, str]] = []
+
+    def learn(raw: bytes, label: str) -> str:
+        clock.spend(0.002)
+        seen.append((raw, label))
+        if len(seen) == 3:
+            raise InvalidMessage("not a message")
+        return "learned" if label == "spam" else "skipped"
+
+    items = corpus[:5]
+    batch = time_learn(items, learn, clock=clock)
+    assert seen == [(item.path.read_bytes(), item.label) for item in items]
+    spam = sum(1 for i, item in enumerate(items) if item.label == "spam" and i != 2)
+    assert batch.outcomes == {k: v for k, v in {"learned": spam, "skipped": 4 - spam}.items() if v}
+    assert batch.failures == 1
+    assert batch.n == 5
+    assert batch.seconds == pytest.approx(0.010)
+    assert batch.ms_per_message == pytest.approx(2.0)
+    assert batch.per_second == pytest.approx(500.0)
+
+
+def test_an_unreadable_file_is_a_failure_not_the_end(tmp_path: Path) -> None:
+    items = [CorpusItem("spam", tmp_path / "gone"), CorpusItem("ham", tmp_path / "gone2")]
+    batch = time_classify(items, lambda raw: "ham", clock=FakeClock())
+    assert batch.failures == 2 and batch.outcomes == {}
+
+
+def test_classifying_counts_gold_and_verdict_pairs(corpus: list[CorpusItem]) -> None:
+    clock = FakeClock()
+
+    def classify(raw: bytes) -> str:
+        clock.spend(0.001)
+        return "unsure" if b"winner" in raw.lower() and len(raw) % 2 else "ham"
+
+    batch = time_classify(corpus, classify, clock=clock)
+    assert sum(batch.outcomes.values()) == len(corpus)
+    assert all(key.split(":")[0] in ("spam", "ham") for key in batch.outcomes)
+    assert batch.seconds == pytest.approx(0.001 * len(corpus))
+
+
+def test_an_empty_batch_has_no_rate() -> None:
+    batch = Batch(0, 0.0)
+    assert batch.ms_per_message != batch.ms_per_message  # NaN
+    assert batch.per_second != batch.per_second
+
+
+def test_spawns_are_timed_one_by_one_and_bad_exits_counted() -> None:
+    clock = FakeClock()
+    costs = iter([(0.05, 0), (0.03, 1), (0.04, 3), (0.10, 2)])
+
+    def spawn() -> int:
+        seconds, code = next(costs)
+        clock.spend(seconds)
+        return code
+
+    spawns = time_spawns("spamfilter-filter", spawn, 4, ok_codes=(0, 1, 2), clock=clock)
+    assert spawns.seconds == pytest.approx([0.05, 0.03, 0.04, 0.10])
+    assert spawns.failures == 1
+    assert spawns.best_ms == pytest.approx(30.0)
+    assert spawns.median_ms == pytest.approx(45.0)
+
+
+class FakeBogofilter:
+    """Records every command with its stdin; classifies a name by its label folder."""
+
+    def __init__(self, clock: FakeClock, wordlists: Path, drop_last: bool = False) -> None:
+        self.clock = clock
+        self.wordlists = wordlists
+        self.calls: list[tuple[list[str], list[str]]] = []
+        self.drop_last = drop_last
+
+    def __call__(self, argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
+        names = stdin.decode().splitlines()
+        self.calls.append((list(argv), names))
+        if argv[1:] == ["-V"]:
+            return 0, b"bogofilter version 1.2.5\n    Database: Berkeley DB\n"
+        self.clock.spend(0.0001 * len(names))
+        if "-T" not in argv:
+            (self.wordlists / "wordlist.db").write_bytes(b"w" * 4096)
+            return 0, b""
+        lines = [f"{n} {'S 0.999' if '/spam/' in n else 'U 0.5'}" for n in names]
+        return 2, "".join(f"{line}\n" for line in lines[: -1 if self.drop_last else None]).encode()
+
+
+def test_bogofilter_registers_each_label_in_bulk_then_classifies_the_rest(
+    corpus: list[CorpusItem], tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    split = split_halves(corpus)
+    fake = FakeBogofilter(clock, tmp_path)
+    result = time_bogofilter(split, tmp_path, fake, binary="bogo", clock=clock)
+    base = ["bogo", "-C", "-d", str(tmp_path)]
+    spam = [str(i.path) for i in split.train if i.label == "spam"]
+    ham = [str(i.path) for i in split.train if i.label == "ham"]
+    assert fake.calls[1:] == [
+        ([*base, "-s", "-b"], spam),
+        ([*base, "-n", "-b"], ham),
+        ([*base, "-b", "-T"], [str(i.path) for i in split.test]),
+    ]
+    assert result.version == "bogofilter version 1.2.5"
+    assert result.learn.n == 5 and result.learn.seconds == pytest.approx(0.0005)
+    assert result.classify.n == 6 and result.classify.seconds == pytest.approx(0.0006)
+    expected = {f"{i.label}:{'spam' if i.label == 'spam' else 'unsure'}" for i in split.test}
+    assert set(result.classify.outcomes) == expected
+    assert result.classify.failures == 0
+    assert result.db_bytes == 4096
+
+
+def test_a_message_bogofilter_gives_no_line_for_is_a_failure(
+    corpus: list[CorpusItem], tmp_path: Path
+) -> None:
+    split = split_halves(corpus)
+    fake = FakeBogofilter(FakeClock(), tmp_path, drop_last=True)
+    result = time_bogofilter(split, tmp_path, fake, clock=FakeClock())
+    assert result.classify.failures == 1
+    assert sum(result.classify.outcomes.values()) == len(split.test) - 1
+
+
+def _doc(*, bogo: bool = True, learn_s: float = 2.0, http_rate: float = 1200.0) -> dict[str, Any]:
+    bulk = Bulk(
+        Batch(1000, learn_s, {"learned": 600, "skipped": 400}),
+        Batch(1000, 1.0, {"spam:spam": 1000}),
+        db_bytes=2_000_000,
+    )
+    load = LoadResult(16, seconds=10.0, latencies=[0.001] * 98 + [0.030, 0.040])
+    load.statuses[200] = int(http_rate * 10)
+    load.tallies["ham"] = 5
+    doc: dict[str, Any] = {
+        "bench": "speed",
+        "measured": {"corpus": "x", "cores": 2},
+        "bulk": {"sqlite": speed_report.bulk_json(bulk)},
+        "bogofilter": None,
+        "process": [speed_report.spawns_json(Spawns("spamfilter-filter", [0.04, 0.06, 0.05]))],
+        "http": [speed_report.load_json("sqlite", 1, "classify", load)],
+    }
+    if bogo:
+        doc["bogofilter"] = {
+            "version": "1.2.5",
+            "learn": speed_report.batch_json(Batch(1000, 0.5)),
+            "classify": speed_report.batch_json(Batch(1000, 0.4)),
+            "db_bytes": 1_000_000,
+        }
+    return doc
+
+
+def test_figures_judge_each_target() -> None:
+    found = {fig.key: fig for fig in speed_report.figures(_doc())}
+    assert found["learn.sqlite"].value == 500.0 and found["learn.sqlite"].met is False
+    assert found["classify.sqlite"].value == 1.0
+    assert found["classify_ratio.sqlite"].value == pytest.approx(2.5)
+    assert found["classify_ratio.sqlite"].met is False
+    assert found["db.sqlite"].met is False  # 2 MB against bogofilter's 1 MB
+    assert found["process.spamfilter-filter"].value == 50.0
+    assert found["process.spamfilter-filter"].met is True  # the median, at the bound
+    assert found["http.sqlite.w1.classify"].value == 1200.0
+    assert found["http.sqlite.w1.classify"].met is True
+    assert found["http.sqlite.w1.classify.p99"].value == 30.0  # nearest rank of 100
+    assert found["http.sqlite.w1.classify.p99"].met is False
+
+
+def test_without_bogofilter_its_targets_are_not_judged() -> None:
+    found = {fig.key: fig for fig in speed_report.figures(_doc(bogo=False))}
+    assert found["classify_ratio.sqlite"].met is None
+    assert found["db.sqlite"].met is None
+    assert "bogofilter.classify" not in found
+
+
+def test_the_table_shows_settings_targets_and_details() -> None:
+    text = speed_report.table(_doc())
+    assert "corpus          x" in text
+    row = next(line for line in text.splitlines() if line.startswith("classify vs bogofilter"))
+    assert row.split()[-3:] == ["2x", "bogofilter", "NO"] and "2.50x" in row
+    assert "bulk sqlite: learn learned=600, skipped=400" in text
+    assert "http sqlite w1 classify: 12,000 answered" in text
+
+
+def test_compare_sets_each_figure_of_b_beside_a() -> None:
+    before, after = _doc(learn_s=2.0), _doc(learn_s=0.5, http_rate=600.0)
+    text = speed_report.compare(before, after)
+    learn = next(line for line in text.splitlines() if line.startswith("bulk learn, sqlite"))
+    assert "500 msg/s" in learn and "2,000 msg/s" in learn and "4.00" in learn
+    assert "NO -> yes" in learn
+    doc = speed_report.compare_json(before, after)
+    assert doc["http.sqlite.w1.classify"]["b_over_a"] == 0.5
+    assert doc["http.sqlite.w1.classify"]["met"] == [True, False]
+    json.dumps(doc)
+
+
+def test_a_plan_loads_the_corpus_and_refuses_one_message(tmp_path: Path) -> None:
+    root = write_corpus(tmp_path / "c", 3, 3)
+    plan = speed_run.Plan(corpus=root, settings=_settings(), limit=4)
+    split = speed_run.load_split(plan)
+    assert isinstance(split, Split) and len(split.train) == 2 and len(split.test) == 2
+    with pytest.raises(speed_run.BenchError, match="at least 2"):
+        speed_run.load_split(speed_run.Plan(corpus=root, settings=_settings(), limit=1))
+
+
+def _settings() -> Any:
+    from app.settings import Settings
+
+    return Settings(_env_file=None, database_url="sqlite:///unused.db")
+
+
+def test_processes_never_ask_a_server_and_use_the_bench_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SPAMFILTER_FILTER_URL", "http://127.0.0.1:8000")
+    monkeypatch.setenv("SPAMFILTER_DATABASE_URL", "sqlite:///configured.db")
+    env = speed_run.environment("sqlite:///tmp/bench.db")
+    assert "SPAMFILTER_FILTER_URL" not in env
+    assert env["SPAMFILTER_DATABASE_URL"] == "sqlite:///tmp/bench.db"
+
+
+def test_postgres_urls_get_a_schema_of_their_own_and_never_print_a_password() -> None:
+    url = "postgresql://bench:s3cret@127.0.0.1:5432/db?sslmode=disable"
+    assert scratch_postgres.is_postgres(url)
+    assert scratch_postgres.is_postgres("postgresql+psycopg://h/db")
+    assert not scratch_postgres.is_postgres("sqlite:///x.db")
+    assert (
+        scratch_postgres.safe_url(url) == "postgresql://bench:***@127.0.0.1:5432/db?sslmode=disable"
+    )
+    scoped = scratch_postgres.in_schema(url, "spamfilter_bench_1_ab")
+    assert scoped.startswith("postgresql://bench:s3cret@127.0.0.1:5432/db?")
+    assert "sslmode=disable" in scoped
+    assert "options=-csearch_path%3Dspamfilter_bench_1_ab" in scoped
+    assert "application_name=spamfilter_bench_1_ab" in scoped
+    assert scratch_postgres.conninfo("postgresql+psycopg://h/db") == "postgresql://h/db"
