@@ -35,6 +35,8 @@ _SPAM_FIELDS = re.compile(rb"(?im)^x-spam-[!-9;-~]*[ \t]*:[^\n]*(?:\n[ \t][^\n]*
 _OUR_SPAM_FIELDS = re.compile(
     rb"(?im)^x-spam-(?:flag|status|level|verdict)[ \t]*:[^\n]*(?:\n[ \t][^\n]*)*\n"
 )
+# C0 controls but tab, LF, VT, FF and CR; and DEL.
+_CONTROL_BYTES = bytes([*range(0, 9), *range(14, 32), 127])
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
 
 
@@ -231,6 +233,34 @@ def parse(
         hit,
         reading.legacy_digest,
     )
+
+
+def parse_text(raw: bytes, scan_limit: int) -> ParsedMessage:
+    """Read ``raw`` as text without a header block (an SMS, a web form, a chat message): one
+    text/plain part of its first ``scan_limit`` bytes, no header fields. The digest is taken
+    as for a message. Raises NotAMessage when the bytes are not text (see ``looks_like_text``).
+    """
+    reading = _read(raw, scan_limit)
+    if not looks_like_text(reading.start):
+        raise NotAMessage("input is neither an RFC 822 message nor text")
+    fields = _Fields()
+    fields.set_payload(reading.start.decode("ascii", "surrogateescape"))
+    part = Part(fields, "leaf")
+    return ParsedMessage(
+        reading.digest, reading.size, reading.size > scan_limit, fields, (part,), frozenset()
+    )
+
+
+def looks_like_text(data: bytes) -> bool:
+    """Whether ``data`` reads as text: not empty or blank, and no NUL byte nor more than 1 in
+    100 other control characters (tab, line ends and form feed aside) in its first 64 KiB.
+    A picture, an archive or a PDF sent by mistake is refused rather than learned as words.
+    """
+    sample = data[: 64 * 1024]
+    if not sample.strip() or b"\x00" in sample:
+        return False
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    return controls * 100 <= len(sample)
 
 
 def mime_parts(text: str, limits: MimeLimits) -> tuple[list[Part], frozenset[str]]:

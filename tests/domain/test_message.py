@@ -20,8 +20,10 @@ from app.domain.message import (
     digest_of,
     header_text,
     header_values,
+    looks_like_text,
     normalise,
     parse,
+    parse_text,
     part_charset,
     text_parts,
 )
@@ -400,3 +402,44 @@ def test_the_streamed_digest_equals_the_plain_reading(
     assert parsed.size == len(plain)
     expected_legacy = None if older == plain else hashlib.sha256(older).hexdigest()
     assert parsed.legacy_digest == expected_legacy
+
+
+# ---- text without a header block ---------------------------------------------------------------
+
+
+def test_text_is_one_plain_part_without_header_fields() -> None:
+    sms = "Free entry in a weekly draw! Text WIN to 80086 \u00a3100 prize\n".encode()
+    parsed = parse_text(sms, SCAN_LIMIT)
+    assert parsed.digest == digest_of(sms)
+    assert list(parsed.message.keys()) == []
+    assert [p.kind for p in parsed.parts] == ["leaf"]
+    tokens = tokenize(parsed, TokenizerOptions())
+    assert {"free", "entry", "weekly", "80086", "100", "prize"} <= set(tokens)
+    assert not [t for t in tokens if t.startswith(("subject:", "from:"))]
+
+
+def test_long_text_is_cut_at_the_scan_limit() -> None:
+    parsed = parse_text(b"word " * 1000, 100)
+    assert parsed.truncated and parsed.size == 5000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"  \n\t\n",
+        b"text with a \x00 NUL",
+        PNG_HEADER + bytes(range(256)),
+        bytes(range(32)) * 4,
+    ],
+    ids=["empty", "blank", "nul", "png", "controls"],
+)
+def test_what_is_not_text_is_refused(raw: bytes) -> None:
+    assert not looks_like_text(raw)
+    with pytest.raises(NotAMessage):
+        parse_text(raw, SCAN_LIMIT)
+
+
+def test_text_in_any_charset_and_a_stray_control_character_is_text() -> None:
+    assert looks_like_text("Привет, как дела? \x1b".encode("koi8-r") + b" ok" * 40)
+    assert looks_like_text("caf\u00e9 cr\u00e8me".encode("cp1252"))
