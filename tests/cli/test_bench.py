@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from app.cli import cli
 from app.evaluation.hostile_bench import FAIL_MARK, HEADER
-from app.service import Analysed, SpamFilter
+from app.service import Analysed, Form, SpamFilter
 
 QUICK = ("bench", "hostile", "--max-size", "16K", "--repeat", "1")
 SHAPES = ("--shape", "long-line", "--shape", "nested-comments")
@@ -36,12 +36,14 @@ def analyse_that(monkeypatch: pytest.MonkeyPatch, *, over: int, slow: float = 0.
     for messages longer than ``over`` bytes; the training messages are all shorter."""
     real = SpamFilter.analyse
 
-    def analyse(self: SpamFilter, raw: bytes, legacy: bool = False) -> Analysed:
+    def analyse(
+        self: SpamFilter, raw: bytes, legacy: bool = False, form: Form = "rfc822"
+    ) -> Analysed:
         if len(raw) > over:
             if not slow:
                 raise RecursionError("maximum recursion depth exceeded")
             time.sleep(slow)
-        return real(self, raw, legacy)
+        return real(self, raw, legacy, form)
 
     monkeypatch.setattr(SpamFilter, "analyse", analyse)
 

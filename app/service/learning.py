@@ -1,0 +1,118 @@
+"""Learning and forgetting: feedback moves counts, exactly and idempotently.
+
+Each call is one write transaction; one that loses a race (a PostgreSQL deadlock or
+serialisation failure) is retried a few times, which is safe because the whole call is one
+transaction. A message learned twice with one label changes nothing; with the other label
+its counts move; forgetting restores exactly what learning added.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from app.domain.decision import worth_learning
+from app.domain.labels import Label, parse_label
+from app.errors import InvalidLabel, StorageConflict
+from app.service.judging import Judge
+from app.service.results import Analysed, FeedbackResult, Outcome
+from app.settings import Settings
+from app.storage.store import LearnedRecord, Store, Transaction
+
+T = TypeVar("T")
+_RETRIES = 5
+
+
+class Trainer:
+    """Feedback on messages: learn as a label, relabel, forget."""
+
+    def __init__(self, store: Store, settings: Settings, judge: Judge) -> None:
+        self._store = store
+        self._settings = settings
+        self._judge = judge
+
+    def learn(self, analysed: Analysed, target: Label, scope: str) -> FeedbackResult:
+        """Learn a message as ``target``: learned, relabelled (counts moved), unchanged, or
+        skipped (thick training: the model already gets it right by more than the margin)."""
+        bag = analysed.bag()
+
+        def work(tx: Transaction) -> Outcome:
+            record = _record(tx, scope, analysed)
+            if record is None:
+                if not self._worth_learning(tx, scope, analysed, target):
+                    return Outcome.SKIPPED
+                if tx.claim(scope, analysed.digest, target, bag):
+                    tx.add(scope, target, bag, vocabulary=True)
+                    return Outcome.LEARNED
+                # Another writer claimed the digest first: go on from what it learned.
+                record = tx.learned(scope, analysed.digest)
+                if record is None:
+                    return Outcome.UNCHANGED
+            if record.label == target:
+                return Outcome.UNCHANGED
+            # Rows are touched in one label order whatever the direction, so opposite relabels
+            # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
+            # and 52.7 s before, none and 10.2 s after).
+            if target < record.label:
+                tx.add(scope, target, record.bag, vocabulary=False)
+                tx.subtract(scope, record.label, record.bag, vocabulary=False)
+            else:
+                tx.subtract(scope, record.label, record.bag, vocabulary=False)
+                tx.add(scope, target, record.bag, vocabulary=False)
+            tx.relabel(scope, record.digest, target)
+            return Outcome.RELABELLED
+
+        return FeedbackResult(analysed.digest, target, self._write(work), analysed.form)
+
+    def forget(self, analysed: Analysed, scope: str) -> FeedbackResult:
+        """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
+
+        def work(tx: Transaction) -> Outcome:
+            record = _record(tx, scope, analysed)
+            if record is None:
+                return Outcome.UNKNOWN
+            tx.subtract(scope, record.label, record.bag, vocabulary=True)
+            tx.unclaim(scope, record.digest)
+            return Outcome.FORGOTTEN
+
+        return FeedbackResult(analysed.digest, None, self._write(work), analysed.form)
+
+    def _worth_learning(
+        self, tx: Transaction, scope: str, analysed: Analysed, label: Label
+    ) -> bool:
+        """Under thick training, whether a new message is wrong or close enough to learn."""
+        if self._settings.training_mode == "everything":
+            return True
+        scored, learned = self._judge.evaluate(tx, scope, analysed)
+        log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
+        margin, needed = self._settings.training_margin, self._judge.thresholds.min_messages
+        return worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
+
+    def _write(self, work: Callable[[Transaction], T]) -> T:
+        for attempt in range(_RETRIES):
+            try:
+                with self._store.transaction(write=True) as tx:
+                    return work(tx)
+            except StorageConflict:
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | None:
+    """The learned record of a message: under its digest, or under the digest an older
+    version gave the same bytes (see ``ParsedMessage.legacy_digest``)."""
+    record = tx.learned(scope, analysed.digest)
+    if record is None and analysed.legacy_digest is not None:
+        record = tx.learned(scope, analysed.legacy_digest)
+    return record
+
+
+def feedback_label(value: str) -> Label:
+    """The label ``value`` names; InvalidLabel when it names none."""
+    try:
+        return parse_label(value)
+    except ValueError as error:
+        raise InvalidLabel(str(error)) from error

@@ -1,0 +1,115 @@
+"""What the service's calls return, and the message form they are read in."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+from app.domain import naive_bayes as nb
+from app.domain.decision import Reason, Verdict
+from app.domain.token_ids import token_id
+
+# How to read the bytes given: as an RFC 822 message, as plain text without a header block
+# (an SMS, a web form, a chat message), or "auto": a message when they start with a header
+# field, else text. What was assumed is returned with every answer.
+Form = Literal["rfc822", "text", "auto"]
+
+
+class Outcome(StrEnum):
+    """What a feedback or forget call did."""
+
+    LEARNED = "learned"
+    RELABELLED = "relabelled"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    FORGOTTEN = "forgotten"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Analysed:
+    """A message reduced to what the model needs: digest, token counts and token ids.
+
+    The ids are hashed once here; classify, learn (which classifies too under thick
+    training) and an eval's classify-then-learn all reuse them. ``form`` says how the bytes
+    were read: ``rfc822`` or ``text``.
+    """
+
+    digest: str
+    tokens: Counter[str]
+    truncated: bool
+    legacy_digest: str | None = None
+    form: str = "rfc822"
+    ids: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", {token: token_id(token) for token in self.tokens})
+
+    def bag(self) -> dict[int, int]:
+        """Token id -> occurrences in this message."""
+        bag: dict[int, int] = {}
+        for token, count in self.tokens.items():
+            tid = self.ids[token]
+            bag[tid] = bag.get(tid, 0) + count
+        return bag
+
+    def names(self) -> dict[int, str]:
+        """Token id -> token text."""
+        return {tid: token for token, tid in self.ids.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """A verdict and the numbers behind it (log values in nats)."""
+
+    verdict: Verdict
+    reason: Reason | None
+    spam_probability: float
+    log_odds: float
+    log_posteriors: dict[str, float]
+    clues: list[nb.Clue]
+    digest: str
+    tokens: int
+    truncated: bool
+    form: str = "rfc822"
+
+
+@dataclass(frozen=True, slots=True)
+class MailReport:
+    """A classification as mail servers see it: SpamAssassin-scale score and X-Spam headers."""
+
+    is_spam: bool
+    score: float
+    required: float
+    headers: list[tuple[str, str]]
+    action: str  # accept | reject | quarantine, from settings.mail
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """The answer to learn or forget."""
+
+    digest: str
+    label: str | None
+    outcome: Outcome
+    form: str = "rfc822"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSummary:
+    """Learned messages and token occurrences of one label."""
+
+    messages: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What the model holds in one scope."""
+
+    labels: dict[str, LabelSummary]
+    vocabulary: int
+    database: str
+    scope: str
