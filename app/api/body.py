@@ -22,8 +22,9 @@ from contextlib import asynccontextmanager
 from starlette.requests import ClientDisconnect, Request
 
 from app.admission import BodyBudget, Reservation
-from app.api.errors import RequestTimeout
+from app.api.errors import RequestTimeout, UnsupportedMediaType
 from app.errors import InvalidMessage, MessageTooLarge
+from app.service import Form
 from app.settings import Settings
 
 
@@ -88,3 +89,27 @@ def _declared_length(declared: str, limit: int) -> int:
     if length > limit:
         raise MessageTooLarge(f"the message is {length} bytes; the limit is {limit}")
     return max(0, length)
+
+
+# Body types that are never a message or its text: a client sending JSON or an HTML form
+# upload has misread the API, and reading its bytes as mail would learn the wrapping.
+_REFUSED_TYPES = ("application/json", "multipart/form-data")
+
+
+def message_form(request: Request) -> Form:
+    """How to read the body, from its Content-Type: ``message/rfc822`` a message,
+    ``text/plain`` text, JSON (``application/json``, ``*/*+json``) and form uploads refused
+    (UnsupportedMediaType, 415), anything else (none, octet-stream, curl's default
+    ``application/x-www-form-urlencoded``) ``auto``: a message when it starts with a header
+    field, else text."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type == "message/rfc822":
+        return "rfc822"
+    if media_type == "text/plain":
+        return "text"
+    if media_type in _REFUSED_TYPES or media_type.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"a {media_type} body is not read: send the raw message (message/rfc822) or its "
+            "text (text/plain) as the request body"
+        )
+    return "auto"

@@ -40,6 +40,12 @@ class NotAuthenticated(SpamFilterError):
     code = "not_authenticated"
 
 
+class UnsupportedMediaType(SpamFilterError):
+    """A request body declared as a kind the service does not read (JSON, a form upload)."""
+
+    code = "unsupported_media_type"
+
+
 class RequestTimeout(SpamFilterError):
     """The request body did not arrive within ``server.read_timeout_seconds`` (HTTP only)."""
 
@@ -51,6 +57,7 @@ STATUS: Mapping[type[SpamFilterError], int] = {
     NotAuthenticated: 401,
     RequestTimeout: 408,
     MessageTooLarge: 413,
+    UnsupportedMediaType: 415,
     InvalidLabel: 422,
     StorageUnavailable: 503,
     Overloaded: 503,

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app.api.body import received_message
+from app.api.body import message_form, received_message
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
 from app.api.exposure import hide_field_values
 from app.api.schemas import (
@@ -50,7 +50,7 @@ LabelQuery = Annotated[
     tags=["filter"],
     summary="Classify a message",
     response_model=ClassifyResponse,
-    responses=errors(400, 408, 413, 503),
+    responses=errors(400, 408, 413, 415, 503),
     openapi_extra={**RAW_MESSAGE_BODY, **OPTIONAL_TOKEN},
 )
 async def classify(
@@ -64,8 +64,9 @@ async def classify(
     value hidden (`from:addr:*`), here and in the X-Spam headers: only token holders see
     which addresses, relays and hosts the model has learned. Body words are always shown.
     """
+    form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.classify, raw)
+        result = await run_in_threadpool(service.classify, raw, None, form)
     metrics.verdicts.labels(result.verdict.value).inc()
     shown = result if trusted else hide_field_values(result)
     return render_classification(shown, service.mail_report(shown))
@@ -76,7 +77,7 @@ async def classify(
     tags=["filter"],
     summary="Learn a message as spam or ham",
     response_model=FeedbackResponse,
-    responses=errors(400, 401, 408, 413, 422, 503),
+    responses=errors(400, 401, 408, 413, 415, 422, 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
@@ -84,12 +85,18 @@ async def feedback(
     request: Request, label: LabelQuery, service: ServiceDep, metrics: MetricsDep
 ) -> FeedbackResponse:
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
+    form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.learn, raw, label)
+        result = await run_in_threadpool(service.learn, raw, label, None, form)
     learned_as = str(result.label)
     metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
-        {"digest": result.digest, "label": learned_as, "outcome": result.outcome.value}
+        {
+            "digest": result.digest,
+            "label": learned_as,
+            "outcome": result.outcome.value,
+            "form": result.form,
+        }
     )
 
 
@@ -98,16 +105,19 @@ async def feedback(
     tags=["filter"],
     summary="Forget a learned message",
     response_model=ForgetResponse,
-    responses=errors(400, 401, 408, 413, 503),
+    responses=errors(400, 401, 408, 413, 415, 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
 async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> ForgetResponse:
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
+    form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.forget, raw)
+        result = await run_in_threadpool(service.forget, raw, None, form)
     metrics.forgets.labels(result.outcome.value).inc()
-    return ForgetResponse.model_validate({"digest": result.digest, "outcome": result.outcome.value})
+    return ForgetResponse.model_validate(
+        {"digest": result.digest, "outcome": result.outcome.value, "form": result.form}
+    )
 
 
 @router.get(
@@ -179,6 +189,7 @@ def render_classification(result: Classification, mail: MailReport) -> ClassifyR
             "reason": None if result.reason is None else result.reason.value,
             "tokens": result.tokens,
             "truncated": result.truncated,
+            "form": result.form,
             "mail": {
                 "is_spam": mail.is_spam,
                 "score": mail.score,

@@ -20,15 +20,23 @@ EXAMPLE_MESSAGE = (
     "Shall we try the new place near the station?\n"
 )
 
+EXAMPLE_TEXT = "WINNER! You have won a prize. Call 09061701461 to claim it now.\n"
+
 RAW_MESSAGE_BODY: dict[str, Any] = {
     "requestBody": {
-        "description": "The raw message, headers and body, exactly as received (RFC 822). "
-        "Any content type is accepted; message/rfc822 is the natural one.",
+        "description": "The raw message, headers and body, exactly as received (RFC 822), or "
+        "plain text without a header block (an SMS, a web form, a chat message). The "
+        "Content-Type says which: `message/rfc822` reads an RFC 822 message (400 if the body "
+        "is none), `text/plain` reads text, and any other type (none, "
+        "`application/octet-stream`, curl's default form type) reads a message when the body "
+        "starts with a header field and text otherwise; JSON and form uploads are refused "
+        "(415). The reply's `form` says how the body was read.",
         "content": {
             "message/rfc822": {
                 "schema": {"type": "string", "format": "binary"},
                 "example": EXAMPLE_MESSAGE,
-            }
+            },
+            "text/plain": {"schema": {"type": "string"}, "example": EXAMPLE_TEXT},
         },
         "required": True,
     }
@@ -75,6 +83,7 @@ class ClassifyResponse(BaseModel):
                     "reason": None,
                     "tokens": 17,
                     "truncated": False,
+                    "form": "rfc822",
                     "mail": {
                         "is_spam": False,
                         "score": -1.9,
@@ -106,6 +115,9 @@ class ClassifyResponse(BaseModel):
     tokens: int = Field(description="token occurrences in the message")
     mail: MailReportResponse = Field(description="score and X-Spam headers for mail servers")
     truncated: bool = Field(description="only the first part of a large message was read")
+    form: Literal["rfc822", "text"] = Field(
+        "rfc822", description="how the body was read: as an RFC 822 message, or as plain text"
+    )
 
 
 class FeedbackResponse(BaseModel):
@@ -113,12 +125,17 @@ class FeedbackResponse(BaseModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"digest": DIGEST_EXAMPLE, "label": "spam", "outcome": "learned"}]
+            "examples": [
+                {"digest": DIGEST_EXAMPLE, "label": "spam", "form": "rfc822", "outcome": "learned"}
+            ]
         }
     )
 
     digest: str
     label: str = Field(description="the label the message is now learned as")
+    form: Literal["rfc822", "text"] = Field(
+        "rfc822", description="how the body was read: as an RFC 822 message, or as plain text"
+    )
     outcome: Literal["learned", "relabelled", "unchanged", "skipped"] = Field(
         description="skipped: thick training, the model already gets the message right"
     )
@@ -128,11 +145,16 @@ class ForgetResponse(BaseModel):
     """What forgetting a message did."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"digest": DIGEST_EXAMPLE, "outcome": "forgotten"}]}
+        json_schema_extra={
+            "examples": [{"digest": DIGEST_EXAMPLE, "outcome": "forgotten", "form": "rfc822"}]
+        }
     )
 
     digest: str
     outcome: Literal["forgotten", "unknown"]
+    form: Literal["rfc822", "text"] = Field(
+        "rfc822", description="how the body was read: as an RFC 822 message, or as plain text"
+    )
 
 
 class LabelStatsResponse(BaseModel):
@@ -193,6 +215,8 @@ _ERROR_TEXT = {
     401: "Missing or wrong bearer token (not_authenticated)",
     408: "The message did not arrive within the read timeout (request_timeout)",
     413: "Message over the size cap (message_too_large)",
+    415: "A body declared as JSON or a form upload (unsupported_media_type): send the raw "
+    "message or text",
     422: "Bad or missing parameter (invalid_label, invalid_request)",
     503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict), "
     "or too many message bytes in flight (overloaded, with Retry-After); past the connection "

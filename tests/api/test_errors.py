@@ -46,7 +46,6 @@ NOT_MESSAGES = {
     "empty": b"",
     "random-binary": random_bytes(),
     "nul-bytes": b"\x00" * 100,
-    "plain-text": b"just a sentence, no headers at all\n",
     "blank-lines": b"\n\n\n",
 }
 

@@ -20,6 +20,7 @@ CLASSIFY_KEYS = {
     "reason",
     "tokens",
     "truncated",
+    "form",
     "mail",
 }
 
@@ -83,14 +84,15 @@ def test_feedback_learned_unchanged_relabelled(client: TestClient) -> None:
     first = client.post("/v1/feedback", params={"label": "spam"}, content=raw)
     assert first.status_code == 200
     body = first.json()
-    assert set(body) == {"digest", "label", "outcome"}
+    assert set(body) == {"digest", "label", "outcome", "form"}
+    assert body["form"] == "rfc822"
     assert body["label"] == "spam"
     assert body["outcome"] == "learned"
     assert body["digest"] == client.post("/v1/classify", content=raw).json()["digest"]
     again = client.post("/v1/feedback", params={"label": "spam"}, content=raw).json()
     assert again == {**body, "outcome": "unchanged"}
     moved = client.post("/v1/feedback", params={"label": "ham"}, content=raw).json()
-    assert moved == {"digest": body["digest"], "label": "ham", "outcome": "relabelled"}
+    assert moved == {**body, "label": "ham", "outcome": "relabelled"}
 
 
 def test_feedback_label_is_case_insensitive(client: TestClient) -> None:
@@ -104,9 +106,9 @@ def test_forget_forgotten_then_unknown(client: TestClient) -> None:
     learned = client.post("/v1/feedback", params={"label": "ham"}, content=raw).json()
     first = client.post("/v1/forget", content=raw)
     assert first.status_code == 200
-    assert first.json() == {"digest": learned["digest"], "outcome": "forgotten"}
+    assert first.json() == {"digest": learned["digest"], "outcome": "forgotten", "form": "rfc822"}
     second = client.post("/v1/forget", content=raw).json()
-    assert second == {"digest": learned["digest"], "outcome": "unknown"}
+    assert second == {"digest": learned["digest"], "outcome": "unknown", "form": "rfc822"}
 
 
 def test_forget_a_message_never_learned_is_unknown(client: TestClient) -> None:
