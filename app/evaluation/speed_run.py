@@ -113,6 +113,8 @@ def run(plan: Plan, progress: Progress) -> dict[str, Any]:
         work.doc["bogofilter"] = _bogofilter(work)
         work.doc["process"] = [] if "process" in plan.skip else _processes(work)
         work.doc["http"] = [] if "http" in plan.skip else _http(work)
+        load = os.getloadavg()[0]
+        work.doc["notes"].append(f"load average over the last minute at the end: {load:.2f}")
     work.doc["figures"] = [speed_report.figure_json(f) for f in speed_report.figures(work.doc)]
     return work.doc
 
@@ -128,7 +130,7 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         "learned": f"first {len(split.train)} (spam {_count(split.train, 'spam')}, "
         f"ham {_count(split.train, 'ham')})",
         "classified": f"last {len(split.test)}",
-        "limit": plan.limit,
+        "limit": "none" if plan.limit is None else plan.limit,
         "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats)",
         "model": f"{settings.model.kind}, top {settings.model.top_tokens} tokens",
         "databases": ", ".join(plan.backends)
@@ -145,6 +147,9 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         "cores": f"{os.cpu_count()} (usable {len(os.sched_getaffinity(0))})",
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
         f"spamfilter {_version()}",
+        # Why: the figures are wall times on a machine that may be shared; a load average
+        # above the core count at the start means other work competed for the cores.
+        "load average": " / ".join(f"{load:.2f}" for load in os.getloadavg()) + " (1/5/15 min)",
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -293,7 +298,7 @@ def _http(work: _Work) -> list[dict[str, Any]]:
                     ("classify", classify, work.plan.warmup),
                     ("feedback", feedback, 0),
                 ):
-                    work.progress(f"http: {backend}, {workers} workers, {endpoint}")
+                    work.progress(f"http: {backend}, workers {workers}, {endpoint}")
                     if warmup:
                         _load(work, port, requests, warmup, None)
                     load = _load(work, port, requests, work.plan.max_requests, _tally(endpoint))
