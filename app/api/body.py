@@ -109,7 +109,7 @@ def message_form(request: Request) -> Form:
         return "text"
     if media_type in _REFUSED_TYPES or media_type.endswith("+json"):
         raise UnsupportedMediaType(
-            f"a {media_type} body is not read: send the raw message (message/rfc822) or its "
-            "text (text/plain) as the request body"
+            f"a body of type {media_type} is not read: send the raw message "
+            "(message/rfc822) or its text (text/plain) as the request body"
         )
     return "auto"
