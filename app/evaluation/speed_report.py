@@ -348,6 +348,8 @@ def compare_json(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> dict[str
 def _value(fig: Figure | None) -> str:
     if fig is None or fig.value is None:
         return "-"
+    if fig.unit == "bytes":
+        return _mb(int(fig.value))
     return f"{fig.value:,.4g} {fig.unit}"
 
 

@@ -272,6 +272,8 @@ def test_compare_sets_each_figure_of_b_beside_a() -> None:
     learn = next(line for line in text.splitlines() if line.startswith("bulk learn, sqlite"))
     assert "500 msg/s" in learn and "2,000 msg/s" in learn and "4.00" in learn
     assert "NO -> yes" in learn
+    size = next(line for line in text.splitlines() if line.startswith("database size, sqlite"))
+    assert size.split()[3:8] == ["2.0", "MB", "2.0", "MB", "1.00"]
     doc = speed_report.compare_json(before, after)
     assert doc["http.sqlite.w1.classify"]["b_over_a"] == 0.5
     assert doc["http.sqlite.w1.classify"]["met"] == [True, False]
