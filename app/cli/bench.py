@@ -45,7 +45,7 @@ from app.evaluation.hostile_bench import (
     to_json,
     training_messages,
 )
-from app.evaluation.scratch_postgres import is_postgres
+from app.storage.scratch_schema import is_postgres
 
 if TYPE_CHECKING:
     from app.evaluation.speed_run import Plan

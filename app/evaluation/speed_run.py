@@ -2,9 +2,9 @@
 processes and servers it starts, and the result document.
 
 Every database is new and thrown away: a SQLite file in a temporary folder (always) and,
-when a PostgreSQL URL is given, a schema of its own there (``scratch_postgres``). The first
-half of the corpus is learned through the service with the configured training mode, then the
-second half classified (``speed_bench``). Processes and servers are the installed
+when a PostgreSQL URL is given, a schema of its own there (``app.storage.scratch_schema``).
+The first half of the corpus is learned through the service with the configured training
+mode, then the second half classified (``speed_bench``). Processes and servers are the installed
 ``spamfilter-filter`` and ``spamfilter`` programs, started with the temporary database in
 ``SPAMFILTER_DATABASE_URL``; servers listen on 127.0.0.1 only, on a free port, and each gets
 its own copy of the trained model, so feedback in one run does not change the next.
@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.evaluation import scratch_postgres, speed_report
+from app.evaluation import speed_report
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
 from app.evaluation.speed_bench import (
@@ -45,6 +45,7 @@ from app.evaluation.speed_bench import (
     warm,
 )
 from app.settings import Settings
+from app.storage import scratch_schema
 
 if TYPE_CHECKING:
     from app.service import SpamFilter
@@ -134,7 +135,7 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats)",
         "model": f"{settings.model.kind}, top {settings.model.top_tokens} tokens",
         "databases": ", ".join(plan.backends)
-        + (f" ({scratch_postgres.safe_url(plan.postgres_url)})" if plan.postgres_url else ""),
+        + (f" ({scratch_schema.safe_url(plan.postgres_url)})" if plan.postgres_url else ""),
         "http": "skipped"
         if "http" in plan.skip
         else f"{plan.connections} connections, {plan.duration:g} s or {plan.max_requests} "
@@ -175,7 +176,7 @@ def _bulk(work: _Work, backend: str) -> Bulk:
             classified = time_classify(work.split.test, lambda raw: _verdict(service, raw))
         finally:
             service.close()  # SQLite folds its write-ahead log into the file on the last close
-        size = _sqlite_bytes(url) if backend == "sqlite" else scratch_postgres.schema_bytes(url)
+        size = _sqlite_bytes(url) if backend == "sqlite" else scratch_schema.schema_bytes(url)
         if backend == "sqlite":
             shutil.copy(_sqlite_path(url), work.folder / "trained.db")
         return Bulk(learned, classified, size)
@@ -206,7 +207,7 @@ def _database(work: _Work, backend: str, trained: bool) -> Iterator[str]:
         yield f"sqlite:///{path}"
         return
     assert work.plan.postgres_url is not None
-    with scratch_postgres.scratch_schema(work.plan.postgres_url) as url:
+    with scratch_schema.scratch_schema(work.plan.postgres_url) as url:
         if trained:
             service = _service(work.plan.settings, url)
             try:

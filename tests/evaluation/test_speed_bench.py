@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from app.errors import InvalidMessage
-from app.evaluation import scratch_postgres, speed_report, speed_run
+from app.evaluation import speed_report, speed_run
 from app.evaluation.corpus import CorpusItem, load_corpus
 from app.evaluation.loadgen import LoadResult
 from app.evaluation.speed_bench import (
@@ -32,6 +32,7 @@ from app.evaluation.speed_bench import (
     time_spawns,
     typical,
 )
+from app.storage import scratch_schema
 from tests.builders import ham_message, spam_message
 
 
@@ -307,15 +308,15 @@ def test_processes_never_ask_a_server_and_use_the_bench_database(
 
 def test_postgres_urls_get_a_schema_of_their_own_and_never_print_a_password() -> None:
     url = "postgresql://bench:s3cret@127.0.0.1:5432/db?sslmode=disable"
-    assert scratch_postgres.is_postgres(url)
-    assert scratch_postgres.is_postgres("postgresql+psycopg://h/db")
-    assert not scratch_postgres.is_postgres("sqlite:///x.db")
+    assert scratch_schema.is_postgres(url)
+    assert scratch_schema.is_postgres("postgresql+psycopg://h/db")
+    assert not scratch_schema.is_postgres("sqlite:///x.db")
     assert (
-        scratch_postgres.safe_url(url) == "postgresql://bench:***@127.0.0.1:5432/db?sslmode=disable"
+        scratch_schema.safe_url(url) == "postgresql://bench:***@127.0.0.1:5432/db?sslmode=disable"
     )
-    scoped = scratch_postgres.in_schema(url, "spamfilter_bench_1_ab")
+    scoped = scratch_schema.in_schema(url, "spamfilter_bench_1_ab")
     assert scoped.startswith("postgresql://bench:s3cret@127.0.0.1:5432/db?")
     assert "sslmode=disable" in scoped
     assert "options=-csearch_path%3Dspamfilter_bench_1_ab" in scoped
     assert "application_name=spamfilter_bench_1_ab" in scoped
-    assert scratch_postgres.conninfo("postgresql+psycopg://h/db") == "postgresql://h/db"
+    assert scratch_schema.conninfo("postgresql+psycopg://h/db") == "postgresql://h/db"

@@ -6,9 +6,9 @@ whose connections set ``search_path`` to it (the migrations then create every ta
 and dropped afterwards, after ending any connection still on it. Only a schema this module
 created is ever dropped.
 
-This is the benchmark's administration of its scratch space, not the service's data: the
-service still reaches the schema only through ``app.storage``. psycopg (the driver the
-storage layer uses) is imported only when a PostgreSQL run is asked for.
+This is the benchmark's administration of its scratch space, not the service's data; it lives
+in ``app.storage`` because only storage speaks SQL. psycopg (the driver the storage layer
+uses) is imported only when a PostgreSQL run is asked for.
 """
 
 from __future__ import annotations
