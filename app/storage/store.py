@@ -3,22 +3,34 @@
 Storage functions never commit: ``Store.transaction`` opens one transaction, the service owns
 it, and it commits when the ``with`` block ends without an error. Only this package speaks SQL;
 the dialect-specific parts (upsert, "greatest", array parameters) are in ``dialect.py``.
+
+Callers name scopes; rows carry the scope's integer id. A read of a scope never written
+finds nothing and creates nothing; the first write creates the scope's row.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, delete, select, text, update
+from sqlalchemy import Connection, Engine, and_, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from app.storage import dialect
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.failures import translate
-from app.storage.tables import label_total, learned_message, model_scope, token, token_count
+from app.storage.scopes import ScopeIds
+from app.storage.tables import (
+    all_label_columns,
+    label_columns,
+    label_total,
+    learned_message,
+    model_scope,
+    token_count,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +120,14 @@ class Store:
 
 
 class Transaction:
-    """Repository functions bound to one open transaction (never commits by itself)."""
+    """Repository functions bound to one open transaction (never commits by itself).
+
+    Scope ids are looked up once per transaction and kept (see ``ScopeIds``).
+    """
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
+        self._scopes = ScopeIds(conn)
 
     def schema_revision(self) -> str | None:
         """The alembic_version row, or None when the table does not exist."""
@@ -123,62 +139,82 @@ class Transaction:
         return None if row is None else str(row[0])
 
     def counts(self, scope: str, token_ids: list[int]) -> dict[int, dict[str, TokenStats]]:
-        """Per-label counts for the given token ids (ids never learned are absent)."""
+        """Per-label counts for the given token ids (ids never learned, and labels a token
+        has no count in, are absent)."""
         result: dict[int, dict[str, TokenStats]] = {}
-        if not token_ids:
+        scope_id = self._scopes.find(scope) if token_ids else None
+        if scope_id is None:
             return result
+        labels = all_label_columns()
         query = select(
             token_count.c.token_id,
-            token_count.c.label,
-            token_count.c.occurrences,
-            token_count.c.messages,
+            *(column for lc in labels for column in (lc.occurrences, lc.messages)),
         ).where(
-            token_count.c.scope == scope,
+            token_count.c.scope_id == scope_id,
             dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
         )
-        for token_id, label, occurrences, messages in self._conn.execute(query):
-            result.setdefault(token_id, {})[label] = TokenStats(occurrences, messages)
+        for token_id, *values in self._conn.execute(query):
+            per = {
+                lc.label: TokenStats(values[2 * k], values[2 * k + 1])
+                for k, lc in enumerate(labels)
+                if values[2 * k] or values[2 * k + 1]
+            }
+            if per:
+                result[token_id] = per
         return result
 
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
-        """Per-label message counts of every token in the vocabulary (for the Bernoulli model)."""
+        """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
+        in token id order; labels without messages are absent."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return
+        labels = all_label_columns()
         query = (
-            select(token_count.c.token_id, token_count.c.label, token_count.c.messages)
-            .where(token_count.c.scope == scope, token_count.c.messages > 0)
+            select(*(lc.messages for lc in labels))
+            .where(token_count.c.scope_id == scope_id)
             .order_by(token_count.c.token_id)
         )
-        current: dict[str, int] = {}
-        current_id: int | None = None
-        for token_id, label, messages in self._conn.execute(query):
-            if token_id != current_id and current:
-                yield current
-                current = {}
-            current_id = token_id
-            current[label] = messages
-        if current:
-            yield current
+        for values in self._conn.execute(query):
+            per = {lc.label: n for lc, n in zip(labels, values, strict=True) if n > 0}
+            if per:
+                yield per
 
     def totals(self, scope: str) -> ModelTotals:
-        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query.
-
-        A scope has a vocabulary only once it has learned a message, and so label rows.
-        """
-        vocabulary = (
-            select(model_scope.c.vocabulary).where(model_scope.c.scope == scope).scalar_subquery()
+        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query."""
+        query = (
+            select(
+                model_scope.c.id,
+                model_scope.c.vocabulary,
+                label_total.c.label,
+                label_total.c.messages,
+                label_total.c.occurrences,
+                label_total.c.token_messages,
+            )
+            .select_from(
+                model_scope.outerjoin(label_total, label_total.c.scope_id == model_scope.c.id)
+            )
+            .where(model_scope.c.name == scope)
         )
-        rows = self._conn.execute(
-            select(label_total, vocabulary.label("vocabulary")).where(label_total.c.scope == scope)
-        ).all()
+        rows = self._conn.execute(query).all()
+        if not rows:
+            return ModelTotals({}, 0)
+        self._scopes.remember(scope, rows[0].id)
         labels = {
-            row.label: LabelStats(row.messages, row.occurrences, row.token_messages) for row in rows
+            row.label: LabelStats(row.messages, row.occurrences, row.token_messages)
+            for row in rows
+            if row.label is not None
         }
-        return ModelTotals(labels, int(rows[0].vocabulary or 0) if rows else 0)
+        return ModelTotals(labels, int(rows[0].vocabulary))
 
     def learned(self, scope: str, digest: str) -> LearnedRecord | None:
         """The learned-message record, locked for update where the database supports it."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return None
         query = (
             select(learned_message)
-            .where(learned_message.c.scope == scope, learned_message.c.digest == digest)
+            .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
             .with_for_update()
         )
         row = self._conn.execute(query).first()
@@ -189,7 +225,7 @@ class Transaction:
     def claim(self, scope: str, digest: str, label: str, bag: Mapping[int, int]) -> bool:
         """Record a message as learned; False (and no change) if it already was."""
         values = {
-            "scope": scope,
+            "scope_id": self._scopes.get_or_create(scope),
             "digest": digest,
             "label": label,
             "token_count": len(bag),
@@ -200,70 +236,100 @@ class Transaction:
 
     def relabel(self, scope: str, digest: str, label: str) -> None:
         """Change the label of a learned-message record."""
-        self._conn.execute(
-            update(learned_message)
-            .where(learned_message.c.scope == scope, learned_message.c.digest == digest)
-            .values(label=label, learned_at=datetime.now(UTC))
-        )
+        scope_id = self._scopes.find(scope)
+        if scope_id is not None:
+            self._conn.execute(
+                update(learned_message)
+                .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
+                .values(label=label, learned_at=datetime.now(UTC))
+            )
 
     def unclaim(self, scope: str, digest: str) -> None:
         """Delete a learned-message record."""
-        self._conn.execute(
-            delete(learned_message).where(
-                learned_message.c.scope == scope, learned_message.c.digest == digest
+        scope_id = self._scopes.find(scope)
+        if scope_id is not None:
+            self._conn.execute(
+                delete(learned_message).where(
+                    learned_message.c.scope_id == scope_id, learned_message.c.digest == digest
+                )
             )
-        )
 
     def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Add one message's tokens to ``label``: counts and totals.
+        """Add one message's tokens to ``label``: counts, totals, and each row's seen day.
 
-        With ``vocabulary`` true the per-token totals and the vocabulary size grow too; a
-        relabel passes false, because the tokens only move between labels.
+        With ``vocabulary`` true the rows this creates grow the vocabulary (a row is new when
+        its occurrences over all labels are what this message added); a relabel passes false,
+        because its tokens only move between labels of rows that exist.
         """
-        ids = sorted(bag)
-        dialect.increment(self._conn, token_count, _count_rows(scope, label, bag, ids))
-        self._bump_totals(scope, label, bag, grow=True)
+        scope_id = self._scopes.changing(scope)
+        own = label_columns(label)
+        others = [
+            column.name
+            for lc in all_label_columns()
+            if lc.label != label
+            for column in (lc.messages, lc.occurrences)
+        ]
+        day = _today()
+        rows = [
+            {
+                "scope_id": scope_id,
+                "token_id": i,
+                own.messages.name: 1,
+                own.occurrences.name: bag[i],
+                **dict.fromkeys(others, 0),
+                "seen_day": day,
+            }
+            for i in sorted(bag)
+        ]
+        new = 0
         if vocabulary:
-            rows = [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids]
-            new = dialect.increment_returning_new(self._conn, token, rows)
-            self._bump_vocabulary(scope, new, grow=True)
+            occurrences = [lc.occurrences.name for lc in all_label_columns()]
+            new = dialect.increment_returning_new(
+                self._conn, token_count, rows, occurrences, exclude=others, replace=["seen_day"]
+            )
+        else:
+            dialect.increment(self._conn, token_count, rows, exclude=others, replace=["seen_day"])
+        self._bump_totals(scope_id, label, bag, grow=True)
+        self._scopes.grow_vocabulary(scope_id, new)
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Remove one message's tokens from ``label`` (counts clamp at zero).
+        """Remove one message's tokens from ``label`` (counts clamp at zero; seen days stay).
 
-        With ``vocabulary`` false (a relabel, the tokens move to another label) the per-token
-        totals and the vocabulary are left alone.
+        With ``vocabulary`` true (a forget) rows left without occurrences in any label are
+        deleted and the vocabulary shrinks by as many; with it false (a relabel, the tokens
+        move to another label) no row is deleted and the vocabulary is left alone.
         """
+        scope_id = self._scopes.changing(scope, create=False)
+        if scope_id is None:
+            return  # nothing was ever learned in this scope
+        own = label_columns(label)
         ids = sorted(bag)
-        dialect.decrement(self._conn, token_count, _count_rows(scope, label, bag, ids))
-        self._conn.execute(
-            delete(token_count).where(
-                token_count.c.scope == scope,
-                token_count.c.label == label,
-                dialect.id_filter(self._conn, token_count.c.token_id, ids),
-                token_count.c.occurrences == 0,
-            )
-        )
-        self._bump_totals(scope, label, bag, grow=False)
+        rows = [
+            {
+                "scope_id": scope_id,
+                "token_id": i,
+                own.messages.name: 1,
+                own.occurrences.name: bag[i],
+            }
+            for i in ids
+        ]
+        dialect.decrement(self._conn, token_count, rows)
+        self._bump_totals(scope_id, label, bag, grow=False)
         if vocabulary:
-            dialect.decrement(
-                self._conn,
-                token,
-                [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids],
-            )
+            empty = and_(*(lc.occurrences == 0 for lc in all_label_columns()))
             gone = self._conn.execute(
-                delete(token).where(
-                    token.c.scope == scope,
-                    dialect.id_filter(self._conn, token.c.token_id, ids),
-                    token.c.occurrences == 0,
+                delete(token_count).where(
+                    token_count.c.scope_id == scope_id,
+                    dialect.id_filter(self._conn, token_count.c.token_id, ids),
+                    empty,
                 )
             ).rowcount
-            self._bump_vocabulary(scope, gone, grow=False)
+            self._scopes.shrink_vocabulary(scope_id, gone)
 
-    def _bump_totals(self, scope: str, label: str, bag: Mapping[int, int], grow: bool) -> None:
+    def _bump_totals(self, scope_id: int, label: str, bag: Mapping[int, int], grow: bool) -> None:
         """One message more (``grow``) or less in ``label``'s totals."""
         row = {
-            "scope": scope,
+            "scope_id": scope_id,
             "label": label,
             "messages": 1,
             "occurrences": sum(bag.values()),
@@ -271,19 +337,7 @@ class Transaction:
         }
         (dialect.increment if grow else dialect.decrement)(self._conn, label_total, [row])
 
-    def _bump_vocabulary(self, scope: str, tokens: int, grow: bool) -> None:
-        """``tokens`` more (``grow``) or fewer distinct tokens in the scope's vocabulary."""
-        if tokens:
-            row = {"scope": scope, "vocabulary": tokens, "created_at": datetime.now(UTC)}
-            bump = dialect.increment if grow else dialect.decrement
-            bump(self._conn, model_scope, [row], exclude=("created_at",))
 
-
-def _count_rows(
-    scope: str, label: str, bag: Mapping[int, int], ids: list[int]
-) -> list[dict[str, object]]:
-    """token_count rows for one message: its occurrences of each token, and 1 message each."""
-    return [
-        {"scope": scope, "token_id": i, "label": label, "occurrences": bag[i], "messages": 1}
-        for i in ids
-    ]
+def _today() -> int:
+    """Days since 1970-01-01 UTC: the ``seen_day`` of rows a learn adds to."""
+    return int(time.time() // 86_400)
