@@ -146,12 +146,19 @@ class Transaction:
         if scope_id is None:
             return result
         labels = all_label_columns()
-        query = select(
-            token_count.c.token_id,
-            *(column for lc in labels for column in (lc.occurrences, lc.messages)),
-        ).where(
-            token_count.c.scope_id == scope_id,
-            dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
+        # In token id order: scores sum floating-point terms in this order, so it must not
+        # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
+        # migrated database scored a few ulps away from a fresh one with the same counts).
+        query = (
+            select(
+                token_count.c.token_id,
+                *(column for lc in labels for column in (lc.occurrences, lc.messages)),
+            )
+            .where(
+                token_count.c.scope_id == scope_id,
+                dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
+            )
+            .order_by(token_count.c.token_id)
         )
         for token_id, *values in self._conn.execute(query):
             per = {
