@@ -98,6 +98,34 @@ def test_primary_key_names_match_the_metadata(engine: sa.Engine) -> None:
         assert reflected["constrained_columns"] == [c.name for c in table.primary_key.columns]
 
 
+def test_unique_constraint_names_match_the_metadata(engine: sa.Engine) -> None:
+    upgrade(engine)
+    inspector = sa.inspect(engine)
+    for table in metadata.sorted_tables:
+        uniques = {
+            (c.name, tuple(col.name for col in c.columns))
+            for c in table.constraints
+            if isinstance(c, sa.UniqueConstraint)
+        }
+        reflected = {
+            (c["name"], tuple(c["column_names"]))
+            for c in inspector.get_unique_constraints(table.name)
+        }
+        assert reflected == uniques, table.name
+
+
+def test_token_counts_have_no_rowid_on_sqlite(engine: sa.Engine) -> None:
+    """The key is the table: one b-tree per row instead of a table and a key index."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("WITHOUT ROWID is SQLite's")
+    upgrade(engine)
+    with engine.connect() as conn:
+        sql = conn.execute(
+            sa.text("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'token_count'")
+        ).scalar_one()
+    assert "WITHOUT ROWID" in sql
+
+
 def test_check_constraint_names_match_the_metadata(engine: sa.Engine) -> None:
     upgrade(engine)
     inspector = sa.inspect(engine)
@@ -109,14 +137,17 @@ def test_check_constraint_names_match_the_metadata(engine: sa.Engine) -> None:
 
 def test_downgrade_to_base_drops_every_table_with_its_rows(engine: sa.Engine) -> None:
     upgrade(engine)
+    row = {"scope_id": 1, "token_id": 1, "seen_day": 0}
+    row.update(dict.fromkeys(("ham_messages", "ham_occurrences"), 1))
+    row.update(dict.fromkeys(("spam_messages", "spam_occurrences"), 0))
     with engine.begin() as conn:
-        conn.execute(
-            sa.insert(metadata.tables["token"]), {"scope": "s", "token_id": 1, "occurrences": 2}
-        )
+        conn.execute(sa.insert(metadata.tables["token_count"]), row)
     downgrade(engine, "base")
     upgrade(engine)
     with engine.connect() as conn:
         assert (
-            conn.execute(sa.select(sa.func.count()).select_from(metadata.tables["token"])).scalar()
+            conn.execute(
+                sa.select(sa.func.count()).select_from(metadata.tables["token_count"])
+            ).scalar()
             == 0
         )

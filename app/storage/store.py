@@ -1,71 +1,41 @@
-"""The database: engine set-up, units of work, and every query the service needs.
+"""The database: engine, units of work, readiness, and the guard on a SQLite file.
 
 Storage functions never commit: ``Store.transaction`` opens one transaction, the service owns
 it, and it commits when the ``with`` block ends without an error. Only this package speaks SQL;
-the dialect-specific parts (upsert, "greatest", array parameters) are in ``dialect.py``.
+the queries are in ``repository.py``, the dialect-specific parts in ``dialect.py``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, delete, select, text, update
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.errors import StorageUnavailable
-from app.storage import dialect
-from app.storage.codec import decode_bag, encode_bag
 from app.storage.failures import is_file_fault, translate
+from app.storage.repository import (
+    LabelStats,
+    LearnedRecord,
+    ModelTotals,
+    TokenStats,
+    Transaction,
+)
 from app.storage.sqlite_file import database_file
-from app.storage.tables import label_total, learned_message, model_scope, token, token_count
+
+__all__ = [
+    "NOT_MIGRATED",
+    "LabelStats",
+    "LearnedRecord",
+    "ModelTotals",
+    "Store",
+    "TokenStats",
+    "Transaction",
+]
 
 NOT_MIGRATED = "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
-
-
-@dataclass(frozen=True, slots=True)
-class TokenStats:
-    """Learned counts of one token for one label."""
-
-    occurrences: int
-    messages: int
-
-
-@dataclass(frozen=True, slots=True)
-class LabelStats:
-    """Per-label totals: learned messages, token occurrences, and Σ distinct tokens/message."""
-
-    messages: int = 0
-    occurrences: int = 0
-    token_messages: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ModelTotals:
-    """Totals of one scope: per-label statistics and the vocabulary size |V|."""
-
-    labels: dict[str, LabelStats]
-    vocabulary: int
-
-    def of(self, label: str) -> LabelStats:
-        """The totals of ``label``: zeros for a label that has learned nothing."""
-        return self.labels.get(label, _NOTHING)
-
-
-_NOTHING = LabelStats()
-
-
-@dataclass(frozen=True, slots=True)
-class LearnedRecord:
-    """A learned message: its label and the exact token ids and counts that were added."""
-
-    digest: str
-    label: str
-    bag: dict[int, int]
-    learned_at: datetime
 
 
 class Store:
@@ -207,185 +177,3 @@ def _head_revision() -> str:
     from app.storage.migrate import head_revision
 
     return head_revision()
-
-
-class Transaction:
-    """Repository functions bound to one open transaction (never commits by itself)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def schema_revision(self) -> str | None:
-        """The alembic_version row, or None when the table does not exist."""
-        try:
-            with self._conn.begin_nested():
-                row = self._conn.execute(text("SELECT version_num FROM alembic_version")).first()
-        except DBAPIError:
-            return None
-        return None if row is None else str(row[0])
-
-    def counts(self, scope: str, token_ids: list[int]) -> dict[int, dict[str, TokenStats]]:
-        """Per-label counts for the given token ids (ids never learned are absent)."""
-        result: dict[int, dict[str, TokenStats]] = {}
-        if not token_ids:
-            return result
-        query = select(
-            token_count.c.token_id,
-            token_count.c.label,
-            token_count.c.occurrences,
-            token_count.c.messages,
-        ).where(
-            token_count.c.scope == scope,
-            dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
-        )
-        for token_id, label, occurrences, messages in self._conn.execute(query):
-            result.setdefault(token_id, {})[label] = TokenStats(occurrences, messages)
-        return result
-
-    def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
-        """Per-label message counts of every token in the vocabulary (for the Bernoulli model)."""
-        query = (
-            select(token_count.c.token_id, token_count.c.label, token_count.c.messages)
-            .where(token_count.c.scope == scope, token_count.c.messages > 0)
-            .order_by(token_count.c.token_id)
-        )
-        current: dict[str, int] = {}
-        current_id: int | None = None
-        for token_id, label, messages in self._conn.execute(query):
-            if token_id != current_id and current:
-                yield current
-                current = {}
-            current_id = token_id
-            current[label] = messages
-        if current:
-            yield current
-
-    def totals(self, scope: str) -> ModelTotals:
-        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query.
-
-        A scope has a vocabulary only once it has learned a message, and so label rows.
-        """
-        vocabulary = (
-            select(model_scope.c.vocabulary).where(model_scope.c.scope == scope).scalar_subquery()
-        )
-        rows = self._conn.execute(
-            select(label_total, vocabulary.label("vocabulary")).where(label_total.c.scope == scope)
-        ).all()
-        labels = {
-            row.label: LabelStats(row.messages, row.occurrences, row.token_messages) for row in rows
-        }
-        return ModelTotals(labels, int(rows[0].vocabulary or 0) if rows else 0)
-
-    def learned(self, scope: str, digest: str) -> LearnedRecord | None:
-        """The learned-message record, locked for update where the database supports it."""
-        query = (
-            select(learned_message)
-            .where(learned_message.c.scope == scope, learned_message.c.digest == digest)
-            .with_for_update()
-        )
-        row = self._conn.execute(query).first()
-        if row is None:
-            return None
-        return LearnedRecord(row.digest, row.label, decode_bag(row.tokens), row.learned_at)
-
-    def claim(self, scope: str, digest: str, label: str, bag: Mapping[int, int]) -> bool:
-        """Record a message as learned; False (and no change) if it already was."""
-        values = {
-            "scope": scope,
-            "digest": digest,
-            "label": label,
-            "token_count": len(bag),
-            "tokens": encode_bag(bag),
-            "learned_at": datetime.now(UTC),
-        }
-        return dialect.insert_if_absent(self._conn, learned_message, values)
-
-    def relabel(self, scope: str, digest: str, label: str) -> None:
-        """Change the label of a learned-message record."""
-        self._conn.execute(
-            update(learned_message)
-            .where(learned_message.c.scope == scope, learned_message.c.digest == digest)
-            .values(label=label, learned_at=datetime.now(UTC))
-        )
-
-    def unclaim(self, scope: str, digest: str) -> None:
-        """Delete a learned-message record."""
-        self._conn.execute(
-            delete(learned_message).where(
-                learned_message.c.scope == scope, learned_message.c.digest == digest
-            )
-        )
-
-    def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Add one message's tokens to ``label``: counts and totals.
-
-        With ``vocabulary`` true the per-token totals and the vocabulary size grow too; a
-        relabel passes false, because the tokens only move between labels.
-        """
-        ids = sorted(bag)
-        dialect.increment(self._conn, token_count, _count_rows(scope, label, bag, ids))
-        self._bump_totals(scope, label, bag, grow=True)
-        if vocabulary:
-            rows = [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids]
-            new = dialect.increment_returning_new(self._conn, token, rows)
-            self._bump_vocabulary(scope, new, grow=True)
-
-    def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Remove one message's tokens from ``label`` (counts clamp at zero).
-
-        With ``vocabulary`` false (a relabel, the tokens move to another label) the per-token
-        totals and the vocabulary are left alone.
-        """
-        ids = sorted(bag)
-        dialect.decrement(self._conn, token_count, _count_rows(scope, label, bag, ids))
-        self._conn.execute(
-            delete(token_count).where(
-                token_count.c.scope == scope,
-                token_count.c.label == label,
-                dialect.id_filter(self._conn, token_count.c.token_id, ids),
-                token_count.c.occurrences == 0,
-            )
-        )
-        self._bump_totals(scope, label, bag, grow=False)
-        if vocabulary:
-            dialect.decrement(
-                self._conn,
-                token,
-                [{"scope": scope, "token_id": i, "occurrences": bag[i]} for i in ids],
-            )
-            gone = self._conn.execute(
-                delete(token).where(
-                    token.c.scope == scope,
-                    dialect.id_filter(self._conn, token.c.token_id, ids),
-                    token.c.occurrences == 0,
-                )
-            ).rowcount
-            self._bump_vocabulary(scope, gone, grow=False)
-
-    def _bump_totals(self, scope: str, label: str, bag: Mapping[int, int], grow: bool) -> None:
-        """One message more (``grow``) or less in ``label``'s totals."""
-        row = {
-            "scope": scope,
-            "label": label,
-            "messages": 1,
-            "occurrences": sum(bag.values()),
-            "token_messages": len(bag),
-        }
-        (dialect.increment if grow else dialect.decrement)(self._conn, label_total, [row])
-
-    def _bump_vocabulary(self, scope: str, tokens: int, grow: bool) -> None:
-        """``tokens`` more (``grow``) or fewer distinct tokens in the scope's vocabulary."""
-        if tokens:
-            row = {"scope": scope, "vocabulary": tokens, "created_at": datetime.now(UTC)}
-            bump = dialect.increment if grow else dialect.decrement
-            bump(self._conn, model_scope, [row], exclude=("created_at",))
-
-
-def _count_rows(
-    scope: str, label: str, bag: Mapping[int, int], ids: list[int]
-) -> list[dict[str, object]]:
-    """token_count rows for one message: its occurrences of each token, and 1 message each."""
-    return [
-        {"scope": scope, "token_id": i, "label": label, "occurrences": bag[i], "messages": 1}
-        for i in ids
-    ]

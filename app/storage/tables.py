@@ -1,16 +1,22 @@
 """Table definitions (SQLAlchemy Core). Raw counts only, never probabilities.
 
-- ``token_count``: per scope, token id and label: occurrences and messages containing it.
-- ``token``: per scope and token id: occurrences over all labels, so that the vocabulary size
-  (distinct tokens with a non-zero count) can be kept exactly under concurrent writers.
-- ``label_total``: per scope and label: learned messages, token occurrences, and the sum over
-  messages of their distinct tokens (the total under presence counting).
-- ``model_scope``: per scope: the vocabulary size.
-- ``learned_message``: per scope and digest: label, time, and the exact token ids and counts
+- ``model_scope``: one row per scope (a model: the global one, later one per user): its name,
+  the vocabulary size, and a generation bumped by every transaction that changes its counts.
+- ``token_count``: per scope id and token id, per label: messages containing the token and its
+  occurrences, and the day it was last learned. A row exists exactly while some label has
+  occurrences, so the vocabulary size is the number of rows (kept in ``model_scope``).
+- ``label_total``: per scope id and label: learned messages, token occurrences, and the sum
+  over messages of their distinct tokens (the total under presence counting).
+- ``learned_message``: per scope id and digest: label, time, and the exact token ids and counts
   that were added, so forgetting or relabelling restores counts even if the tokenizer changes.
+
+Rows refer to ``model_scope.id`` without database-level foreign keys (SQLite would need
+``PRAGMA foreign_keys`` on every connection); deleting a scope deletes its rows explicitly.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from sqlalchemy import (
     BigInteger,
@@ -23,11 +29,15 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    UniqueConstraint,
 )
+
+from app.domain.labels import LABELS
 
 NAMING = {
     "pk": "pk_%(table_name)s",
     "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
 }
 
@@ -36,60 +46,93 @@ metadata = MetaData(naming_convention=NAMING)
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
+
+def _label_column_names(label: str) -> tuple[str, str]:
+    """The names of ``label``'s messages and occurrences columns in ``token_count``."""
+    return f"{label}_messages", f"{label}_occurrences"
+
+
+_COUNT_NAMES = [name for label in LABELS for name in _label_column_names(label)]
+
+model_scope = Table(
+    "model_scope",
+    metadata,
+    Column("id", Integer, nullable=False, autoincrement=True),
+    Column("name", String(SCOPE_LENGTH), nullable=False),
+    Column("vocabulary", BigInteger, nullable=False),
+    Column("generation", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("id"),
+    UniqueConstraint("name"),
+    CheckConstraint("vocabulary >= 0 AND generation >= 0", name="non_negative"),
+)
+
 token_count = Table(
     "token_count",
     metadata,
-    Column("scope", String(SCOPE_LENGTH), nullable=False),
-    Column("token_id", BigInteger, nullable=False),
-    Column("label", String(LABEL_LENGTH), nullable=False),
-    Column("occurrences", BigInteger, nullable=False),
-    Column("messages", BigInteger, nullable=False),
-    PrimaryKeyConstraint("scope", "token_id", "label"),
-    CheckConstraint("occurrences >= 0 AND messages >= 0", name="non_negative"),
-)
-
-token = Table(
-    "token",
-    metadata,
-    Column("scope", String(SCOPE_LENGTH), nullable=False),
-    Column("token_id", BigInteger, nullable=False),
-    Column("occurrences", BigInteger, nullable=False),
-    PrimaryKeyConstraint("scope", "token_id"),
-    CheckConstraint("occurrences >= 0", name="non_negative"),
+    Column("scope_id", Integer, nullable=False, autoincrement=False),
+    Column("token_id", BigInteger, nullable=False, autoincrement=False),
+    *(Column(name, BigInteger, nullable=False) for name in _COUNT_NAMES),
+    Column("seen_day", Integer, nullable=False),
+    PrimaryKeyConstraint("scope_id", "token_id"),
+    CheckConstraint(" AND ".join(f"{name} >= 0" for name in _COUNT_NAMES), name="non_negative"),
+    # Rows are only ever found by their key: without a rowid the key is the table (one b-tree
+    # instead of a table plus a key index).
+    sqlite_with_rowid=False,
 )
 
 label_total = Table(
     "label_total",
     metadata,
-    Column("scope", String(SCOPE_LENGTH), nullable=False),
+    Column("scope_id", Integer, nullable=False, autoincrement=False),
     Column("label", String(LABEL_LENGTH), nullable=False),
     Column("messages", BigInteger, nullable=False),
     Column("occurrences", BigInteger, nullable=False),
     Column("token_messages", BigInteger, nullable=False),
-    PrimaryKeyConstraint("scope", "label"),
+    PrimaryKeyConstraint("scope_id", "label"),
     CheckConstraint(
         "messages >= 0 AND occurrences >= 0 AND token_messages >= 0", name="non_negative"
     ),
 )
 
-model_scope = Table(
-    "model_scope",
-    metadata,
-    Column("scope", String(SCOPE_LENGTH), nullable=False),
-    Column("vocabulary", BigInteger, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    PrimaryKeyConstraint("scope"),
-    CheckConstraint("vocabulary >= 0", name="non_negative"),
-)
-
 learned_message = Table(
     "learned_message",
     metadata,
-    Column("scope", String(SCOPE_LENGTH), nullable=False),
+    Column("scope_id", Integer, nullable=False, autoincrement=False),
     Column("digest", String(64), nullable=False),
     Column("label", String(LABEL_LENGTH), nullable=False),
     Column("token_count", Integer, nullable=False),
     Column("tokens", LargeBinary, nullable=False),
     Column("learned_at", DateTime(timezone=True), nullable=False),
-    PrimaryKeyConstraint("scope", "digest"),
+    PrimaryKeyConstraint("scope_id", "digest"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColumns:
+    """The two ``token_count`` columns that hold one label's counts."""
+
+    label: str
+    messages: Column[int]
+    occurrences: Column[int]
+
+
+def label_columns(label: str) -> LabelColumns:
+    """The ``token_count`` columns of ``label``; LookupError when the table has none.
+
+    The one place a label is mapped to its columns. A label added to LABELS without a
+    migration adding its columns fails here, at its first use, rather than silently
+    counting nowhere.
+    """
+    messages, occurrences = _label_column_names(label)
+    if messages not in token_count.c or occurrences not in token_count.c:
+        raise LookupError(
+            f"token_count has no columns for label {label!r}; a migration must add "
+            f"{messages} and {occurrences}"
+        )
+    return LabelColumns(label, token_count.c[messages], token_count.c[occurrences])
+
+
+def all_label_columns() -> list[LabelColumns]:
+    """The columns of every label in LABELS, in LABELS order (LookupError if one is missing)."""
+    return [label_columns(label) for label in LABELS]

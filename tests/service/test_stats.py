@@ -18,9 +18,10 @@ def recomputed(snap: Snapshot, scope: str = "global") -> dict[str, object]:
     tokens: Counter[str] = Counter()
     vocabulary = set()
     for row in as_dicts(snap, "token_count"):
-        if row["scope"] == scope and row["occurrences"] > 0:
-            tokens[row["label"]] += row["occurrences"]
-            vocabulary.add(row["token_id"])
+        for label in ("ham", "spam"):
+            if row["scope"] == scope and row[f"{label}_occurrences"] > 0:
+                tokens[label] += row[f"{label}_occurrences"]
+                vocabulary.add(row["token_id"])
     labels = {label: (messages[label], tokens[label]) for label in ("ham", "spam")}
     return {"labels": labels, "vocabulary": len(vocabulary)}
 

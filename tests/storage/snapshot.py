@@ -1,9 +1,11 @@
 """Read a whole database back for comparison, and recompute what its counts should be.
 
 ``snapshot(url)`` is every row of every table in ``app.storage.tables.metadata`` (sorted, so
-two databases compare with ``==``), with learned-message timestamps left out and token bags
-decoded. ``recount(snap)`` derives the count tables from the learned-message records alone;
-``assert_consistent(url)`` checks that the stored counts equal that derivation.
+two databases compare with ``==``), with scope ids replaced by scope names (a ``scope``
+column: two databases may number their scopes differently), learned-message timestamps,
+generations and seen days left out, and token bags decoded. ``recount(snap)`` derives the
+count tables from the learned-message records alone; ``assert_consistent(url)``
+checks that the stored counts equal that derivation.
 """
 
 from __future__ import annotations
@@ -13,17 +15,25 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app.domain.labels import LABELS
 from app.storage.codec import decode_bag
 from app.storage.engine import normalise_url
-from app.storage.tables import metadata
+from app.storage.tables import metadata, model_scope
 
 Row = tuple[Any, ...]
 Snapshot = dict[str, list[Row]]
 
-# Set when a message is learned or relabelled: the only values allowed to differ between
-# two databases that hold the same counts (model_scope.created_at also differs across
-# databases; pass timestamps=False to leave every timestamp out).
-ALWAYS_SKIPPED = {("learned_message", "learned_at")}
+# Set by when a write happened, not by what was learned: the only values allowed to differ
+# between two databases that hold the same counts (model_scope.created_at also differs
+# across databases; pass timestamps=False to leave every timestamp out). Generations and
+# seen days have tests of their own.
+ALWAYS_SKIPPED = {
+    ("learned_message", "learned_at"),
+    ("model_scope", "generation"),
+    ("token_count", "seen_day"),
+}
+# Replaced by the scope's name, under the column name "scope".
+SCOPE_KEYS = {("model_scope", "id"), ("model_scope", "name")}
 
 
 def reader(url: str) -> sa.Engine:
@@ -43,12 +53,7 @@ def snapshot(url: str, timestamps: bool = True) -> Snapshot:
 
 
 def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool) -> list[Row]:
-    columns = [
-        column
-        for column in table.columns
-        if (table.name, column.name) not in ALWAYS_SKIPPED
-        and (timestamps or not isinstance(column.type, sa.DateTime))
-    ]
+    columns = [expression for _, expression in _kept(table, timestamps)]
     rows = []
     for row in conn.execute(sa.select(*columns)):
         rows.append(
@@ -57,7 +62,27 @@ def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool) -> list[Row]:
     return sorted(rows, key=repr)
 
 
-def _value(column: sa.Column[Any], value: Any) -> Any:
+def _kept(table: sa.Table, timestamps: bool) -> list[tuple[str, sa.ColumnElement[Any]]]:
+    """(name, expression) of the columns ``snapshot`` keeps for ``table``, in row order."""
+    kept: list[tuple[str, sa.ColumnElement[Any]]] = []
+    for column in table.columns:
+        if (table.name, column.name) in ALWAYS_SKIPPED or (
+            not timestamps and isinstance(column.type, sa.DateTime)
+        ):
+            continue
+        if (table.name, column.name) == ("model_scope", "id"):
+            continue
+        if column.name == "scope_id":
+            name = sa.select(model_scope.c.name).where(model_scope.c.id == column)
+            kept.append(("scope", name.scalar_subquery()))
+        elif (table.name, column.name) == ("model_scope", "name"):
+            kept.append(("scope", column))
+        else:
+            kept.append((column.name, column))
+    return kept
+
+
+def _value(column: sa.ColumnElement[Any], value: Any) -> Any:
     if isinstance(column.type, sa.LargeBinary):
         return tuple(sorted(decode_bag(bytes(value)).items()))
     return value
@@ -65,12 +90,7 @@ def _value(column: sa.Column[Any], value: Any) -> Any:
 
 def columns_of(table: str, timestamps: bool = True) -> list[str]:
     """The column names ``snapshot`` keeps for ``table``, in row order."""
-    return [
-        c.name
-        for c in metadata.tables[table].columns
-        if (table, c.name) not in ALWAYS_SKIPPED
-        and (timestamps or not isinstance(c.type, sa.DateTime))
-    ]
+    return [name for name, _ in _kept(metadata.tables[table], timestamps)]
 
 
 def as_dicts(snap: Snapshot, table: str) -> list[dict[str, Any]]:
@@ -83,8 +103,8 @@ def recount(snap: Snapshot) -> dict[str, Any]:
     """The counts implied by the learned-message records of ``snap`` alone.
 
     Returns ``token_count`` {(scope, id, label): (occurrences, messages)}, ``token``
-    {(scope, id): occurrences}, ``label_total`` {(scope, label): (messages, occurrences,
-    token_messages)} and ``vocabulary`` {scope: distinct ids}; zero rows are absent.
+    {(scope, id): occurrences over all labels}, ``label_total`` {(scope, label): (messages,
+    occurrences, token_messages)} and ``vocabulary`` {scope: distinct ids}; zero rows are absent.
     """
     per_token: dict[tuple[str, int, str], list[int]] = defaultdict(lambda: [0, 0])
     overall: Counter[tuple[str, int]] = Counter()
@@ -110,12 +130,20 @@ def recount(snap: Snapshot) -> dict[str, Any]:
 
 
 def stored_counts(snap: Snapshot) -> dict[str, Any]:
-    """The count tables of ``snap`` in ``recount``'s shape (all-zero total rows dropped)."""
-    token_count = {
-        (r["scope"], r["token_id"], r["label"]): (r["occurrences"], r["messages"])
-        for r in as_dicts(snap, "token_count")
-    }
-    token = {(r["scope"], r["token_id"]): r["occurrences"] for r in as_dicts(snap, "token")}
+    """The count tables of ``snap`` in ``recount``'s shape (all-zero total rows dropped).
+
+    ``token_count`` gets one entry per label a row has counts in; ``token`` is the sum of
+    a row's occurrences over the labels (a row without occurrences shows up as a 0).
+    """
+    token_count = {}
+    token = {}
+    for r in as_dicts(snap, "token_count"):
+        key = (r["scope"], r["token_id"])
+        token[key] = sum(r[f"{label}_occurrences"] for label in LABELS)
+        for label in LABELS:
+            cell = (r[f"{label}_occurrences"], r[f"{label}_messages"])
+            if cell != (0, 0):
+                token_count[(*key, label)] = cell
     label_total = {
         (r["scope"], r["label"]): (r["messages"], r["occurrences"], r["token_messages"])
         for r in as_dicts(snap, "label_total")

@@ -9,16 +9,33 @@ import sqlalchemy as sa
 
 from app.storage import dialect
 from app.storage.store import Store
-from app.storage.tables import label_total, model_scope, token, token_count
+from app.storage.tables import label_total, model_scope, token_count
+
+COUNTS = ("ham_messages", "ham_occurrences", "spam_messages", "spam_occurrences")
+SCOPE_ID = {"scope_id": 1}
 
 NEGATIVE_ROWS: list[tuple[sa.Table, dict[str, Any]]] = [
-    (token_count, {"token_id": 1, "label": "spam", "occurrences": -1, "messages": 0}),
-    (token_count, {"token_id": 1, "label": "spam", "occurrences": 0, "messages": -1}),
-    (token, {"token_id": 1, "occurrences": -1}),
-    (label_total, {"label": "ham", "messages": -1, "occurrences": 0, "token_messages": 0}),
-    (label_total, {"label": "ham", "messages": 0, "occurrences": -1, "token_messages": 0}),
-    (label_total, {"label": "ham", "messages": 0, "occurrences": 0, "token_messages": -1}),
-    (model_scope, {"vocabulary": -1, "created_at": sa.func.now()}),
+    *(
+        (
+            token_count,
+            {**SCOPE_ID, "token_id": 1, "seen_day": 0, **{c: -1 if c == n else 0 for c in COUNTS}},
+        )
+        for n in COUNTS
+    ),
+    (
+        label_total,
+        {**SCOPE_ID, "label": "ham", "messages": -1, "occurrences": 0, "token_messages": 0},
+    ),
+    (
+        label_total,
+        {**SCOPE_ID, "label": "ham", "messages": 0, "occurrences": -1, "token_messages": 0},
+    ),
+    (
+        label_total,
+        {**SCOPE_ID, "label": "ham", "messages": 0, "occurrences": 0, "token_messages": -1},
+    ),
+    (model_scope, {"name": "s", "vocabulary": -1, "generation": 0, "created_at": sa.func.now()}),
+    (model_scope, {"name": "s", "vocabulary": 0, "generation": -1, "created_at": sa.func.now()}),
 ]
 
 
@@ -31,7 +48,7 @@ def test_check_constraints_refuse_negative_counts(
     engine: sa.Engine, table: sa.Table, values: dict[str, Any]
 ) -> None:
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
-        conn.execute(sa.insert(table).values(scope="s", **values))
+        conn.execute(sa.insert(table).values(**values))
 
 
 def test_subtracting_more_than_was_added_clamps_at_zero(engine: sa.Engine) -> None:
@@ -50,7 +67,7 @@ def test_subtracting_more_than_was_added_clamps_at_zero(engine: sa.Engine) -> No
 
 
 def test_decrement_clamps_every_column_separately(engine: sa.Engine) -> None:
-    key = {"scope": "s", "label": "ham"}
+    key = {"scope_id": 1, "label": "ham"}
     with engine.begin() as conn:
         dialect.increment(
             conn, label_total, [{**key, "messages": 3, "occurrences": 1, "token_messages": 10}]

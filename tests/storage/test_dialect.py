@@ -14,18 +14,33 @@ import pytest
 import sqlalchemy as sa
 
 from app.storage import dialect
-from app.storage.tables import learned_message, token, token_count
+from app.storage.tables import learned_message, token_count
 
-SCOPE = "dialect"
+SCOPE = 7
 MANY = 4500
+# token_count columns an upsert of ham occurrences only writes when it inserts.
+OTHERS = ("ham_messages", "spam_messages", "spam_occurrences")
 
 
 def token_rows(ids: Sequence[int], occurrences: int = 1) -> list[dict[str, Any]]:
-    return [{"scope": SCOPE, "token_id": i, "occurrences": occurrences} for i in sorted(ids)]
+    """token_count rows counting ``occurrences`` of ham for each of ``ids``."""
+    return [
+        {
+            "scope_id": SCOPE,
+            "token_id": i,
+            "ham_occurrences": occurrences,
+            **dict.fromkeys(OTHERS, 0),
+            "seen_day": 0,
+        }
+        for i in sorted(ids)
+    ]
 
 
-def stored(conn: sa.Connection, table: sa.Table = token) -> dict[int, int]:
-    query = sa.select(table.c.token_id, table.c.occurrences).where(table.c.scope == SCOPE)
+def stored(conn: sa.Connection) -> dict[int, int]:
+    """token id -> ham occurrences."""
+    query = sa.select(token_count.c.token_id, token_count.c.ham_occurrences).where(
+        token_count.c.scope_id == SCOPE
+    )
     return {tid: n for tid, n in conn.execute(query)}
 
 
@@ -38,56 +53,83 @@ def spread(n: int) -> list[int]:
 def test_increment_inserts_then_adds(engine: sa.Engine, n: int) -> None:
     ids = spread(n)
     with engine.begin() as conn:
-        dialect.increment(conn, token, token_rows(ids, 2))
+        dialect.increment(conn, token_count, token_rows(ids, 2), exclude=OTHERS)
     with engine.begin() as conn:
-        dialect.increment(conn, token, token_rows(ids[::2], 3))
+        dialect.increment(conn, token_count, token_rows(ids[::2], 3), exclude=OTHERS)
     with engine.connect() as conn:
         counts = stored(conn)
     assert len(counts) == n
     assert all(counts[i] == (5 if k % 2 == 0 else 2) for k, i in enumerate(ids))
 
 
-def test_increment_of_every_count_column_and_excluded_columns(engine: sa.Engine) -> None:
+def test_increment_of_every_count_column_and_excluded_and_replaced_columns(
+    engine: sa.Engine,
+) -> None:
     ids = spread(MANY)
     rows = [
-        {"scope": SCOPE, "token_id": i, "label": "spam", "occurrences": 4, "messages": 1}
+        {
+            "scope_id": SCOPE,
+            "token_id": i,
+            "ham_messages": 0,
+            "ham_occurrences": 0,
+            "spam_messages": 1,
+            "spam_occurrences": 4,
+            "seen_day": day,
+        }
         for i in ids
+        for day in [i % 5]
     ]
+    later = [{**row, "seen_day": 100} for row in rows]
     with engine.begin() as conn:
         dialect.increment(conn, token_count, rows)
-        dialect.increment(conn, token_count, rows, exclude=("messages",))
+        dialect.increment(
+            conn, token_count, later, exclude=("spam_messages",), replace=["seen_day"]
+        )
     with engine.connect() as conn:
         found = conn.execute(
-            sa.select(token_count.c.occurrences, token_count.c.messages).where(
-                token_count.c.scope == SCOPE
-            )
+            sa.select(
+                token_count.c.ham_messages,
+                token_count.c.ham_occurrences,
+                token_count.c.spam_messages,
+                token_count.c.spam_occurrences,
+                token_count.c.seen_day,
+            ).where(token_count.c.scope_id == SCOPE)
         ).all()
     assert len(found) == len(ids)
-    assert set(found) == {(8, 1)}
+    assert set(found) == {(0, 0, 1, 8, 100)}
+
+
+def new_rows(conn: sa.Connection, rows: list[dict[str, Any]]) -> int:
+    counted = ["ham_occurrences", "spam_occurrences"]
+    return dialect.increment_returning_new(conn, token_count, rows, counted, exclude=OTHERS)
 
 
 def test_increment_returning_new_counts_only_new_rows(engine: sa.Engine) -> None:
     old = spread(2 * MANY)[::2]  # rows already there
     new = spread(2 * MANY)[1::2]  # rows that are not
     with engine.begin() as conn:
-        assert dialect.increment_returning_new(conn, token, token_rows(old)) == len(old)
+        assert new_rows(conn, token_rows(old)) == len(old)
     with engine.begin() as conn:
         mixed = token_rows(sorted(old + new), 2)
-        assert dialect.increment_returning_new(conn, token, mixed) == len(new)
-        assert dialect.increment_returning_new(conn, token, mixed) == 0
+        assert new_rows(conn, mixed) == len(new)
+        assert new_rows(conn, mixed) == 0
     with engine.connect() as conn:
         counts = stored(conn)
     assert {counts[i] for i in old} == {5}
     assert {counts[i] for i in new} == {4}
 
 
+def decrement_rows(ids: Sequence[int], occurrences: int) -> list[dict[str, Any]]:
+    return [{"scope_id": SCOPE, "token_id": i, "ham_occurrences": occurrences} for i in sorted(ids)]
+
+
 def test_decrement_many_rows_clamps_at_zero(engine: sa.Engine) -> None:
     ids = spread(MANY)
     with engine.begin() as conn:
-        dialect.increment(conn, token, token_rows(ids, 3))
+        dialect.increment(conn, token_count, token_rows(ids, 3))
     with engine.begin() as conn:
-        dialect.decrement(conn, token, token_rows(ids[: len(ids) // 2], 2))
-        dialect.decrement(conn, token, token_rows(ids[len(ids) // 2 :], 10))
+        dialect.decrement(conn, token_count, decrement_rows(ids[: len(ids) // 2], 2))
+        dialect.decrement(conn, token_count, decrement_rows(ids[len(ids) // 2 :], 10))
     with engine.connect() as conn:
         counts = stored(conn)
     half = len(ids) // 2
@@ -97,8 +139,8 @@ def test_decrement_many_rows_clamps_at_zero(engine: sa.Engine) -> None:
 
 def test_decrement_of_missing_rows_inserts_nothing(engine: sa.Engine) -> None:
     with engine.begin() as conn:
-        dialect.decrement(conn, token, token_rows([1, 2, 3], 1))
-        dialect.decrement(conn, token, [])
+        dialect.decrement(conn, token_count, decrement_rows([1, 2, 3], 1))
+        dialect.decrement(conn, token_count, [])
     with engine.connect() as conn:
         assert stored(conn) == {}
 
@@ -106,18 +148,20 @@ def test_decrement_of_missing_rows_inserts_nothing(engine: sa.Engine) -> None:
 def test_id_filter_with_many_ids(engine: sa.Engine) -> None:
     ids = spread(MANY)
     with engine.begin() as conn:
-        dialect.increment(conn, token, token_rows(ids))
+        dialect.increment(conn, token_count, token_rows(ids))
     wanted = [*ids[::3], 12345]  # one id that is not stored
     with engine.connect() as conn:
         found = conn.execute(
-            sa.select(token.c.token_id).where(dialect.id_filter(conn, token.c.token_id, wanted))
+            sa.select(token_count.c.token_id).where(
+                dialect.id_filter(conn, token_count.c.token_id, wanted)
+            )
         ).scalars()
         assert sorted(found) == sorted(ids[::3])
 
 
 def learned_values(digest: str) -> Mapping[str, Any]:
     return {
-        "scope": SCOPE,
+        "scope_id": SCOPE,
         "digest": digest,
         "label": "ham",
         "token_count": 0,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from app.domain.token_ids import token_id
 from app.storage import dialect
-from app.storage.tables import token
+from app.storage.tables import token_count
 
 # Pinned: every stored count is keyed by these ids, so a change of hash breaks every database.
 KNOWN = {
@@ -60,11 +60,16 @@ def test_ids_do_not_depend_on_the_process_hash_seed() -> None:
 def test_both_signs_and_the_extremes_survive_the_database(engine: sa.Engine) -> None:
     ids = [-(2**63), -1, 0, 1, 2**63 - 1, *KNOWN.values()]
     with engine.begin() as conn:
-        dialect.increment(
-            conn, token, [{"scope": "s", "token_id": i, "occurrences": 1} for i in sorted(ids)]
-        )
+        counts = {"ham_messages": 1, "ham_occurrences": 1, "spam_messages": 0}
+        rows = [
+            {"scope_id": 1, "token_id": i, **counts, "spam_occurrences": 0, "seen_day": 0}
+            for i in sorted(ids)
+        ]
+        dialect.increment(conn, token_count, rows)
     with engine.connect() as conn:
         stored = conn.execute(
-            sa.select(token.c.token_id).where(dialect.id_filter(conn, token.c.token_id, ids))
+            sa.select(token_count.c.token_id).where(
+                dialect.id_filter(conn, token_count.c.token_id, ids)
+            )
         ).scalars()
         assert sorted(stored) == sorted(ids)

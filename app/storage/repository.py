@@ -1,0 +1,304 @@
+"""Every query the service needs, bound to one open transaction, and what they return.
+
+``Transaction`` never commits: ``Store.transaction`` (``store.py``) opens it, the service owns
+it, and it commits when the ``with`` block ends without an error. The dialect-specific parts
+(upsert, "greatest", array parameters) are in ``dialect.py``.
+
+Callers name scopes; rows carry the scope's integer id. A read of a scope never written
+finds nothing and creates nothing; the first write creates the scope's row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, and_, delete, select, text, update
+from sqlalchemy.exc import DBAPIError
+
+from app.storage import dialect
+from app.storage.codec import decode_bag, encode_bag
+from app.storage.scopes import ScopeIds
+from app.storage.tables import (
+    all_label_columns,
+    label_columns,
+    label_total,
+    learned_message,
+    model_scope,
+    token_count,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStats:
+    """Learned counts of one token for one label."""
+
+    occurrences: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class LabelStats:
+    """Per-label totals: learned messages, token occurrences, and Σ distinct tokens/message."""
+
+    messages: int = 0
+    occurrences: int = 0
+    token_messages: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTotals:
+    """Totals of one scope: per-label statistics and the vocabulary size |V|."""
+
+    labels: dict[str, LabelStats]
+    vocabulary: int
+
+    def of(self, label: str) -> LabelStats:
+        """The totals of ``label``: zeros for a label that has learned nothing."""
+        return self.labels.get(label, _NOTHING)
+
+
+_NOTHING = LabelStats()
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedRecord:
+    """A learned message: its label and the exact token ids and counts that were added."""
+
+    digest: str
+    label: str
+    bag: dict[int, int]
+    learned_at: datetime
+
+
+class Transaction:
+    """Repository functions bound to one open transaction (never commits by itself).
+
+    Scope ids are looked up once per transaction and kept (see ``ScopeIds``).
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._scopes = ScopeIds(conn)
+
+    def schema_revision(self) -> str | None:
+        """The alembic_version row, or None when the table does not exist."""
+        try:
+            with self._conn.begin_nested():
+                row = self._conn.execute(text("SELECT version_num FROM alembic_version")).first()
+        except DBAPIError:
+            return None
+        return None if row is None else str(row[0])
+
+    def counts(self, scope: str, token_ids: list[int]) -> dict[int, dict[str, TokenStats]]:
+        """Per-label counts for the given token ids (ids never learned, and labels a token
+        has no count in, are absent)."""
+        result: dict[int, dict[str, TokenStats]] = {}
+        scope_id = self._scopes.find(scope) if token_ids else None
+        if scope_id is None:
+            return result
+        labels = all_label_columns()
+        # In token id order: scores sum floating-point terms in this order, so it must not
+        # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
+        # migrated database scored a few ulps away from a fresh one with the same counts).
+        query = (
+            select(
+                token_count.c.token_id,
+                *(column for lc in labels for column in (lc.occurrences, lc.messages)),
+            )
+            .where(
+                token_count.c.scope_id == scope_id,
+                dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
+            )
+            .order_by(token_count.c.token_id)
+        )
+        for token_id, *values in self._conn.execute(query):
+            per = {
+                lc.label: TokenStats(values[2 * k], values[2 * k + 1])
+                for k, lc in enumerate(labels)
+                if values[2 * k] or values[2 * k + 1]
+            }
+            if per:
+                result[token_id] = per
+        return result
+
+    def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
+        """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
+        in token id order; labels without messages are absent."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return
+        labels = all_label_columns()
+        query = (
+            select(*(lc.messages for lc in labels))
+            .where(token_count.c.scope_id == scope_id)
+            .order_by(token_count.c.token_id)
+        )
+        for values in self._conn.execute(query):
+            per = {lc.label: n for lc, n in zip(labels, values, strict=True) if n > 0}
+            if per:
+                yield per
+
+    def totals(self, scope: str) -> ModelTotals:
+        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query."""
+        query = (
+            select(
+                model_scope.c.id,
+                model_scope.c.vocabulary,
+                label_total.c.label,
+                label_total.c.messages,
+                label_total.c.occurrences,
+                label_total.c.token_messages,
+            )
+            .select_from(
+                model_scope.outerjoin(label_total, label_total.c.scope_id == model_scope.c.id)
+            )
+            .where(model_scope.c.name == scope)
+        )
+        rows = self._conn.execute(query).all()
+        if not rows:
+            return ModelTotals({}, 0)
+        self._scopes.remember(scope, rows[0].id)
+        labels = {
+            row.label: LabelStats(row.messages, row.occurrences, row.token_messages)
+            for row in rows
+            if row.label is not None
+        }
+        return ModelTotals(labels, int(rows[0].vocabulary))
+
+    def learned(self, scope: str, digest: str) -> LearnedRecord | None:
+        """The learned-message record, locked for update where the database supports it."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return None
+        query = (
+            select(learned_message)
+            .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
+            .with_for_update()
+        )
+        row = self._conn.execute(query).first()
+        if row is None:
+            return None
+        return LearnedRecord(row.digest, row.label, decode_bag(row.tokens), row.learned_at)
+
+    def claim(self, scope: str, digest: str, label: str, bag: Mapping[int, int]) -> bool:
+        """Record a message as learned; False (and no change) if it already was."""
+        values = {
+            "scope_id": self._scopes.get_or_create(scope),
+            "digest": digest,
+            "label": label,
+            "token_count": len(bag),
+            "tokens": encode_bag(bag),
+            "learned_at": datetime.now(UTC),
+        }
+        return dialect.insert_if_absent(self._conn, learned_message, values)
+
+    def relabel(self, scope: str, digest: str, label: str) -> None:
+        """Change the label of a learned-message record."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is not None:
+            self._conn.execute(
+                update(learned_message)
+                .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
+                .values(label=label, learned_at=datetime.now(UTC))
+            )
+
+    def unclaim(self, scope: str, digest: str) -> None:
+        """Delete a learned-message record."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is not None:
+            self._conn.execute(
+                delete(learned_message).where(
+                    learned_message.c.scope_id == scope_id, learned_message.c.digest == digest
+                )
+            )
+
+    def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
+        """Add one message's tokens to ``label``: counts, totals, and each row's seen day.
+
+        With ``vocabulary`` true the rows this creates grow the vocabulary (a row is new when
+        its occurrences over all labels are what this message added); a relabel passes false,
+        because its tokens only move between labels of rows that exist.
+        """
+        scope_id = self._scopes.changing(scope)
+        own = label_columns(label)
+        others = [
+            column.name
+            for lc in all_label_columns()
+            if lc.label != label
+            for column in (lc.messages, lc.occurrences)
+        ]
+        day = _today()
+        rows = [
+            {
+                "scope_id": scope_id,
+                "token_id": i,
+                own.messages.name: 1,
+                own.occurrences.name: bag[i],
+                **dict.fromkeys(others, 0),
+                "seen_day": day,
+            }
+            for i in sorted(bag)
+        ]
+        new = 0
+        if vocabulary:
+            occurrences = [lc.occurrences.name for lc in all_label_columns()]
+            new = dialect.increment_returning_new(
+                self._conn, token_count, rows, occurrences, exclude=others, replace=["seen_day"]
+            )
+        else:
+            dialect.increment(self._conn, token_count, rows, exclude=others, replace=["seen_day"])
+        self._bump_totals(scope_id, label, bag, grow=True)
+        self._scopes.grow_vocabulary(scope_id, new)
+
+    def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
+        """Remove one message's tokens from ``label`` (counts clamp at zero; seen days stay).
+
+        With ``vocabulary`` true (a forget) rows left without occurrences in any label are
+        deleted and the vocabulary shrinks by as many; with it false (a relabel, the tokens
+        move to another label) no row is deleted and the vocabulary is left alone.
+        """
+        scope_id = self._scopes.changing(scope, create=False)
+        if scope_id is None:
+            return  # nothing was ever learned in this scope
+        own = label_columns(label)
+        ids = sorted(bag)
+        rows = [
+            {
+                "scope_id": scope_id,
+                "token_id": i,
+                own.messages.name: 1,
+                own.occurrences.name: bag[i],
+            }
+            for i in ids
+        ]
+        dialect.decrement(self._conn, token_count, rows)
+        self._bump_totals(scope_id, label, bag, grow=False)
+        if vocabulary:
+            empty = and_(*(lc.occurrences == 0 for lc in all_label_columns()))
+            gone = self._conn.execute(
+                delete(token_count).where(
+                    token_count.c.scope_id == scope_id,
+                    dialect.id_filter(self._conn, token_count.c.token_id, ids),
+                    empty,
+                )
+            ).rowcount
+            self._scopes.shrink_vocabulary(scope_id, gone)
+
+    def _bump_totals(self, scope_id: int, label: str, bag: Mapping[int, int], grow: bool) -> None:
+        """One message more (``grow``) or less in ``label``'s totals."""
+        row = {
+            "scope_id": scope_id,
+            "label": label,
+            "messages": 1,
+            "occurrences": sum(bag.values()),
+            "token_messages": len(bag),
+        }
+        (dialect.increment if grow else dialect.decrement)(self._conn, label_total, [row])
+
+
+def _today() -> int:
+    """Days since 1970-01-01 UTC: the ``seen_day`` of rows a learn adds to."""
+    return int(time.time() // 86_400)

@@ -1,0 +1,98 @@
+"""Scope names to ids, within one transaction, and the per-scope row: vocabulary, generation.
+
+Callers name scopes; every count row carries the scope's integer id. A read of a scope never
+written finds nothing and creates nothing; the first write creates the scope's row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal, overload
+
+from sqlalchemy import Connection, select, update
+
+from app.storage import dialect
+from app.storage.tables import model_scope
+
+
+class ScopeIds:
+    """The scope ids one transaction has looked up, and the scopes it has changed."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._ids: dict[str, int] = {}
+        self._bumped: set[int] = set()
+
+    def remember(self, name: str, scope_id: int) -> None:
+        """Keep an id found by a query that read it along with something else."""
+        self._ids[name] = scope_id
+
+    def find(self, name: str) -> int | None:
+        """The id of scope ``name``; None for a scope never written (nothing is created)."""
+        scope_id = self._ids.get(name)
+        if scope_id is None:
+            query = select(model_scope.c.id).where(model_scope.c.name == name)
+            scope_id = self._conn.execute(query).scalar_one_or_none()
+            if scope_id is not None:
+                self._ids[name] = scope_id
+        return scope_id
+
+    def get_or_create(self, name: str) -> int:
+        """The id of scope ``name``, its row created on the first write.
+
+        Insert-if-absent, then select: when two transactions create the same scope,
+        PostgreSQL makes the second insert wait for the first and then do nothing, and the
+        select (a new snapshot under READ COMMITTED) sees the committed row; SQLite writers
+        never overlap.
+        """
+        scope_id = self.find(name)
+        if scope_id is None:
+            values = {
+                "name": name,
+                "vocabulary": 0,
+                "generation": 0,
+                "created_at": datetime.now(UTC),
+            }
+            dialect.insert_if_absent(self._conn, model_scope, values, unique=["name"])
+            query = select(model_scope.c.id).where(model_scope.c.name == name)
+            scope_id = int(self._conn.execute(query).scalar_one())
+            self._ids[name] = scope_id
+        return scope_id
+
+    @overload
+    def changing(self, name: str) -> int: ...
+
+    @overload
+    def changing(self, name: str, create: Literal[False]) -> int | None: ...
+
+    def changing(self, name: str, create: bool = True) -> int | None:
+        """The id of scope ``name``, whose counts this transaction is about to change.
+
+        The first change in a transaction bumps the scope's generation (what a cache of
+        counts will compare). That update also locks the scope row before any count row,
+        so on PostgreSQL the writers of one scope queue there and never wait for each other
+        in a cycle on count rows. Without ``create``, None for a scope never written.
+        """
+        scope_id = self.get_or_create(name) if create else self.find(name)
+        if scope_id is not None and scope_id not in self._bumped:
+            self._conn.execute(
+                update(model_scope)
+                .where(model_scope.c.id == scope_id)
+                .values(generation=model_scope.c.generation + 1)
+            )
+            self._bumped.add(scope_id)
+        return scope_id
+
+    def grow_vocabulary(self, scope_id: int, tokens: int) -> None:
+        """``tokens`` more distinct tokens in the scope's vocabulary."""
+        if tokens:
+            self._conn.execute(
+                update(model_scope)
+                .where(model_scope.c.id == scope_id)
+                .values(vocabulary=model_scope.c.vocabulary + tokens)
+            )
+
+    def shrink_vocabulary(self, scope_id: int, tokens: int) -> None:
+        """``tokens`` fewer distinct tokens in the scope's vocabulary (never below zero)."""
+        if tokens:
+            dialect.decrement(self._conn, model_scope, [{"id": scope_id, "vocabulary": tokens}])
