@@ -6,11 +6,18 @@ A PATH argument is one of
 * a file: one message, or an mbox when its first line starts with ``From `` (split with
   the stdlib ``mailbox.mbox``; a file with a single ``From `` envelope line, as most saved
   messages and the SpamAssassin corpus have, is the same one message either way);
-* a folder: every regular file below it, at any depth, in sorted order. A folder holding
-  ``cur/``, ``new/`` and ``tmp/`` is a Maildir: its messages are the files in ``cur/`` and
-  ``new/``; ``tmp/`` (deliveries in progress) and the files beside those folders (index and
-  keyword files of IMAP servers) are skipped. Maildir++ subfolders (``.Sent/``...) are
-  walked the same way.
+* a Maildir (a folder holding ``cur/``, ``new/`` and ``tmp/``): the files in ``cur/`` and
+  ``new/`` and nothing else. ``tmp/`` (deliveries in progress) and the files beside those
+  folders (index and keyword files of IMAP servers) are skipped, and so are its Maildir++
+  subfolders (``.Sent/``, ``.Junk/``...) unless ``recursive`` (``--recursive``) is given;
+* any other folder: every regular file below it, at any depth, in sorted order (a Maildir
+  met on the way is read as above).
+
+Walking down, a folder named as junk or trash (``JUNK_NAMES``, case-insensitive: the whole
+name of a plain folder, the last dot-component of a Maildir++ name, so ``.Junk`` and
+``.Archive.Spam`` both are) is skipped and reported once through ``on_skip``: a user's
+``learn --label ham ~/Maildir --recursive`` must not learn their Junk folder as ham. A
+folder named on the command line is always read, whatever its name.
 
 Sources are listed first (so a progress bar knows the total) and read one at a time. With
 ``max_bytes`` (the service's ``server.max_message_bytes``), a file or stdin larger than that
@@ -24,7 +31,7 @@ from __future__ import annotations
 import mailbox
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO
@@ -35,6 +42,13 @@ STDIN = "-"
 _CHUNK = 1 << 16
 _MAILDIR_PARTS = ("cur", "new", "tmp")
 _MBOX_MARK = b"From "
+# Folder names mail clients and servers give to junk and trash (Dovecot, Thunderbird,
+# Outlook, Apple Mail, Roundcube defaults): their messages are not what the user keeps.
+JUNK_NAMES = frozenset(
+    {"junk", "spam", "trash", "deleted", "deleted items", "deleted messages", "bin"}
+)
+
+SkipSink = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +71,39 @@ Found = Source | Unreadable
 
 
 def find_messages(
-    paths: Iterable[str], stdin: BinaryIO, max_bytes: int | None = None
+    paths: Iterable[str],
+    stdin: BinaryIO,
+    max_bytes: int | None = None,
+    *,
+    recursive: bool = False,
+    on_skip: SkipSink | None = None,
 ) -> list[Found]:
     """Every message under ``paths``, in argument order, then sorted within folders.
 
+    ``recursive`` walks the Maildir++ subfolders of a Maildir too. A junk or trash folder
+    met on the way (not named in ``paths``) is skipped and passed to ``on_skip`` once.
     A file or stdin over ``max_bytes`` raises MessageTooLarge when read, unread (see above).
     """
+    paths = list(paths)
+    named = frozenset(Path(arg).resolve() for arg in paths if arg != STDIN)
+    walk = _Walk(max_bytes, recursive, on_skip, named)
     found: list[Found] = []
     for arg in paths:
         if arg == STDIN:
             found.append(Source(STDIN, partial(read_stream, stdin, max_bytes)))
         else:
-            found.extend(_from_path(Path(arg), max_bytes))
+            found.extend(walk.path(Path(arg)))
     return found
+
+
+def is_junk_folder(name: str) -> bool:
+    """True when a folder called ``name`` holds junk or trash (``JUNK_NAMES``).
+
+    A Maildir++ name (``.Archive.Spam``) is judged by its last dot-component.
+    """
+    if name.startswith("."):
+        name = name.rsplit(".", 1)[-1]
+    return name.strip().lower() in JUNK_NAMES
 
 
 def read_stream(stream: BinaryIO, max_bytes: int | None) -> bytes:
@@ -100,33 +134,65 @@ def _too_large(size: int, max_bytes: int) -> str:
     return f"message is {size} bytes; the limit is {max_bytes}"
 
 
-def _from_path(path: Path, max_bytes: int | None) -> Iterator[Found]:
-    if path.is_dir():
-        yield from _from_folder(path, max_bytes)
-    else:
-        yield from _from_file(path, max_bytes)
-
-
 def is_maildir(folder: Path) -> bool:
     """True when ``folder`` has the ``cur``, ``new`` and ``tmp`` subfolders of a Maildir."""
     return all((folder / part).is_dir() for part in _MAILDIR_PARTS)
 
 
-def _from_folder(folder: Path, max_bytes: int | None) -> Iterator[Found]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError as error:
-        yield Unreadable(str(folder), error.strerror or str(error))
-        return
-    maildir = is_maildir(folder)
-    for entry in entries:
-        path = Path(entry.path)
-        if entry.is_dir():
-            if maildir and entry.name == "tmp":
-                continue
-            yield from _from_folder(path, max_bytes)
-        elif entry.is_file() and not maildir:
-            yield from _from_file(path, max_bytes)
+@dataclass(slots=True)
+class _Walk:
+    """One listing of PATH arguments: its options and the junk folders skipped so far."""
+
+    max_bytes: int | None
+    recursive: bool
+    on_skip: SkipSink | None
+    named: frozenset[Path]
+    skipped: set[str] = field(default_factory=set)
+
+    def path(self, path: Path) -> Iterator[Found]:
+        """The messages of one argument (never skipped, whatever its name)."""
+        if path.is_dir():
+            yield from self._folder(path)
+        else:
+            yield from _from_file(path, self.max_bytes)
+
+    def _folder(self, folder: Path) -> Iterator[Found]:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as error:
+            yield Unreadable(str(folder), error.strerror or str(error))
+            return
+        maildir = is_maildir(folder)
+        for entry in entries:
+            if entry.is_dir():
+                if self._wanted(entry.name, maildir):
+                    yield from self._below(Path(entry.path))
+            elif entry.is_file() and not maildir:
+                yield from _from_file(Path(entry.path), self.max_bytes)
+
+    def _wanted(self, name: str, maildir: bool) -> bool:
+        """Walk into subfolder ``name``? In a Maildir: ``cur``, ``new``, and with
+        ``recursive`` the Maildir++ subfolders (``.Name``); elsewhere every subfolder."""
+        if not maildir:
+            return True
+        if name in ("cur", "new"):
+            return True
+        return self.recursive and name.startswith(".")
+
+    def _below(self, folder: Path) -> Iterator[Found]:
+        """A subfolder met while walking: skipped (and reported) when junk or trash."""
+        if is_junk_folder(folder.name):
+            self._skip(folder)
+            return
+        yield from self._folder(folder)
+
+    def _skip(self, folder: Path) -> None:
+        """Report ``folder`` once, unless it is an argument too (it is read as one)."""
+        name = str(folder)
+        if name not in self.skipped and folder.resolve() not in self.named:
+            self.skipped.add(name)
+            if self.on_skip is not None:
+                self.on_skip(name)
 
 
 def _from_file(path: Path, max_bytes: int | None) -> Iterator[Found]:

@@ -56,6 +56,13 @@ _paths = click.argument(
     "paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True)
 )
 _quiet = click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
+_recursive = click.option(
+    "--recursive",
+    "-r",
+    is_flag=True,
+    help="Walk the Maildir++ subfolders (.Sent, .Archive...) of a Maildir too. "
+    "Junk and trash folders are skipped unless named.",
+)
 
 
 def apply(
@@ -160,6 +167,16 @@ def _stdin() -> BinaryIO:
     return sys.stdin.buffer
 
 
+def _find(state: CliState, paths: Sequence[str], recursive: bool) -> list[Found]:
+    """The messages under ``paths``; each junk or trash folder skipped is one stderr line."""
+
+    def on_skip(folder: str) -> None:
+        click.echo(f"skipped folder {folder} (junk or trash; name it to include it)", err=True)
+
+    max_bytes = state.settings.server.max_message_bytes
+    return find_messages(paths, _stdin(), max_bytes, recursive=recursive, on_skip=on_skip)
+
+
 @click.command()
 @click.option(
     "--label",
@@ -168,17 +185,23 @@ def _stdin() -> BinaryIO:
     type=click.Choice(LABELS, case_sensitive=False),
     help="The gold label of every message given.",
 )
+@_recursive
 @_quiet
 @_paths
 @pass_state
-def learn(state: CliState, label: str, quiet: bool, paths: tuple[str, ...]) -> None:
+def learn(
+    state: CliState, label: str, recursive: bool, quiet: bool, paths: tuple[str, ...]
+) -> None:
     """Learn messages as spam or ham (PATH: file, folder, Maildir, mbox, or - for stdin).
+
+    A Maildir is its cur/ and new/ only; --recursive adds its subfolders. Folders named
+    junk, spam, trash, deleted or bin are skipped (with a line on stderr) unless named.
 
     A message learned before is unchanged; learned before with the other label, its counts
     move to the new one (relabelled). A message that fails is reported on stderr and
     skipped, and the exit status is then 1; a database that is down stops it (75).
     """
-    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
+    found = _find(state, paths, recursive)
     service = build(state.settings)
 
     def work(_name: str, raw: bytes) -> str:
@@ -190,15 +213,21 @@ def learn(state: CliState, label: str, quiet: bool, paths: tuple[str, ...]) -> N
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line, with clues.")
+@_recursive
 @_quiet
 @_paths
 @pass_state
-def classify(state: CliState, as_json: bool, quiet: bool, paths: tuple[str, ...]) -> None:
+def classify(
+    state: CliState, as_json: bool, recursive: bool, quiet: bool, paths: tuple[str, ...]
+) -> None:
     """Print a verdict per message: verdict, log-odds (nats), P(spam), path.
+
+    PATH is read as by learn: a Maildir is its cur/ and new/ only (--recursive adds its
+    subfolders), and junk and trash folders are skipped unless named.
 
     Counts go to stderr at the end, and only when a message failed: stdout is the verdicts.
     """
-    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
+    found = _find(state, paths, recursive)
     service = build(state.settings)
 
     def work(name: str, raw: bytes) -> str:
@@ -219,12 +248,17 @@ def classify(state: CliState, as_json: bool, quiet: bool, paths: tuple[str, ...]
 
 
 @click.command()
+@_recursive
 @_quiet
 @_paths
 @pass_state
-def forget(state: CliState, quiet: bool, paths: tuple[str, ...]) -> None:
-    """Remove learned messages from the model (their counts are restored exactly)."""
-    found = find_messages(paths, _stdin(), state.settings.server.max_message_bytes)
+def forget(state: CliState, recursive: bool, quiet: bool, paths: tuple[str, ...]) -> None:
+    """Remove learned messages from the model (their counts are restored exactly).
+
+    PATH is read as by learn: a Maildir is its cur/ and new/ only (--recursive adds its
+    subfolders), and junk and trash folders are skipped unless named.
+    """
+    found = _find(state, paths, recursive)
     service = build(state.settings)
 
     def work(_name: str, raw: bytes) -> str:

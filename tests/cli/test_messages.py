@@ -65,6 +65,53 @@ def test_learn_a_maildir_and_an_mbox(run: Run, stats: Stats, tmp_path: Path) -> 
     assert _learned(stats) == {"ham": 3, "spam": 3}
 
 
+def test_learning_a_maildir_as_ham_leaves_its_junk_and_trash_alone(
+    run: Run, stats: Stats, tmp_path: Path
+) -> None:
+    box = write_maildir(tmp_path / "Maildir", cur=messages("ham", 2), new=[])
+    write_maildir(box / ".Sent", cur=messages("ham", 1, start=10), new=[])
+    write_maildir(box / ".Junk", cur=messages("spam", 2), new=[])
+    write_maildir(box / ".Trash", cur=messages("spam", 1, start=5), new=[])
+
+    result = run("learn", "--label", "ham", str(box))
+    assert result.exit_code == 0, result.output
+    assert "learned 2," in result.stdout
+    assert "skipped folder" not in result.stderr
+
+    result = run("learn", "--label", "ham", "--recursive", str(box))
+    assert result.exit_code == 0, result.output
+    assert "learned 1, relabelled 0, unchanged 2," in result.stdout
+    assert result.stderr.splitlines() == [
+        f"skipped folder {box / '.Junk'} (junk or trash; name it to include it)",
+        f"skipped folder {box / '.Trash'} (junk or trash; name it to include it)",
+    ]
+
+    result = run("learn", "--label", "spam", "-q", "-r", str(box / ".Junk"))
+    assert result.exit_code == 0, result.output
+    assert "learned 2," in result.stdout
+    assert _learned(stats) == {"ham": 3, "spam": 2}
+
+
+def test_classify_and_forget_take_recursive_too(run: Run, tmp_path: Path) -> None:
+    box = write_maildir(tmp_path / "Maildir", cur=messages("ham", 1), new=[])
+    write_maildir(box / ".Sent", cur=messages("ham", 1, start=10), new=[])
+    write_maildir(box / ".Spam", cur=messages("spam", 1), new=[])
+    assert run("learn", "--label", "ham", "--recursive", str(box)).exit_code == 0
+
+    result = run("classify", "--json", "--recursive", str(box))
+    assert result.exit_code == 0, result.output
+    paths = [json.loads(line)["path"] for line in result.stdout.splitlines()]
+    assert paths == [
+        str(box / ".Sent/cur/1700000000.0.host:2,S"),
+        str(box / "cur/1700000000.0.host:2,S"),
+    ]
+    assert "skipped folder" in result.stderr and ".Spam" in result.stderr
+
+    result = run("forget", "--recursive", str(box))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("forgotten 2, unknown 0, failed 0")
+
+
 def test_learning_again_is_unchanged_and_the_other_label_relabels(
     run: Run, stats: Stats, tmp_path: Path
 ) -> None:
