@@ -10,6 +10,7 @@ when the database is unavailable.
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from typing import Any
 
 import click
@@ -50,7 +51,31 @@ class _Commands(click.Group):
             raise fail(f"{where}{error.strerror or error}", EXIT_PROCESSING) from error
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``spamfilter 0.1.0``: the installed package's version ("unknown" when run uninstalled).
+
+    Looked up only when asked for: nothing happens at import.
+    """
+    if not value or ctx.resilient_parsing:
+        return
+    try:
+        version = metadata.version("spamfilter")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    click.echo(f"spamfilter {version}")
+    ctx.exit()
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Print the version and exit.",
+)
 @click.option(
     "--database-url",
     metavar="URL",
