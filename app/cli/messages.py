@@ -134,11 +134,17 @@ class Task:
     show_bar: bool
     to_stderr: bool = False
     only_failures: bool = False  # print the counts only when a message failed or it stopped
+    # outcome -> what it means, printed as ``OUTCOME N: MEANING`` below the counts when N > 0
+    meanings: tuple[tuple[str, str], ...] = ()
 
-    def report(self, line: str, failed: bool) -> None:
-        """Print the counts line, unless ``only_failures`` and nothing failed."""
+    def report(self, line: str, counts: Counter[str], failed: bool) -> None:
+        """Print the counts line and the meaning of each outcome that occurred (see
+        ``meanings``), unless ``only_failures`` and nothing failed."""
         if failed or not self.only_failures:
             click.echo(line, err=self.to_stderr)
+            for name, meaning in self.meanings:
+                if counts[name]:
+                    click.echo(f"{name} {counts[name]}: {meaning}", err=self.to_stderr)
 
 
 def run_task(
@@ -155,10 +161,10 @@ def run_task(
             apply(found, bar, work, counts, on_error)
     except RUN_ERRORS:
         seconds = time.perf_counter() - started
-        task.report(summary(counts, task.names, seconds, len(found)), failed=True)
+        task.report(summary(counts, task.names, seconds, len(found)), counts, failed=True)
         raise
     seconds = time.perf_counter() - started
-    task.report(summary(counts, task.names, seconds), failed=counts[FAILED] > 0)
+    task.report(summary(counts, task.names, seconds), counts, failed=counts[FAILED] > 0)
     if counts[FAILED]:
         raise click.exceptions.Exit(EXIT_PROCESSING)
 
@@ -198,8 +204,10 @@ def learn(
     junk, spam, trash, deleted or bin are skipped (with a line on stderr) unless named.
 
     A message learned before is unchanged; learned before with the other label, its counts
-    move to the new one (relabelled). A message that fails is reported on stderr and
-    skipped, and the exit status is then 1; a database that is down stops it (75).
+    move to the new one (relabelled). Under thick training (the default), a message the
+    model already judges right by a wide margin is skipped (the counts say why). A message
+    that fails is reported on stderr and counted as failed, and the exit status is then 1;
+    a database that is down stops it (75).
     """
     found = _find(state, paths, recursive)
     service = build(state.settings)
@@ -208,7 +216,19 @@ def learn(
         return service.learn(raw, label).outcome.value
 
     names = ("learned", "relabelled", "unchanged", "skipped")
-    run_task(Task(f"learn {label.lower()}", names, wanted(quiet)), found, work)
+    task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))
+    run_task(task, found, work)
+
+
+def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
+    """Why learn skips a message: thick training (the service's ``_worth_learning``)."""
+    settings = state.settings
+    skipped = (
+        f"the model already judged them right by more than {settings.training_margin:g} nats "
+        f"({settings.training_mode} training; set SPAMFILTER_TRAINING_MODE=everything "
+        "to learn every message)"
+    )
+    return (("skipped", skipped),)
 
 
 @click.command()
