@@ -11,7 +11,9 @@ SpamAssassin 4.0's spamd byte for byte (spamd/spamd.raw; spamd/PROTOCOL):
 * PROCESS, HEADERS: from 1.3 ``Content-length`` and ``Spam``; to 1.2 ``Content-length`` only;
   the message's own X-Spam-* fields are dropped and ours added at the top.
 * TELL: ``DidSet: local`` / ``DidRemove: local`` when something changed, then two CRLF
-  (spamd writes one more than the blank line; clients stop at the blank line).
+  (spamd writes one more than the blank line; clients stop at the blank line). The protocol
+  has no word for "not learned on purpose", so such a reply adds our own
+  ``X-Spamfilter-Outcome: skipped`` line, which spamc (like any client) ignores.
 * PING: ``SPAMD/1.5 0 PONG``; from 1.5 the request carries a header block (usually empty).
   SKIP: no reply at all.
 * refusals: ``SPAMD/1.0 <sysexits code> <title>: <detail>``, then the connection closes.
@@ -40,6 +42,8 @@ from app.errors import (
 )
 
 CRLF = b"\r\n"
+# Our own TELL reply field: spamc's libspamc reads DidSet/DidRemove and passes over the rest.
+OUTCOME_FIELD = b"X-Spamfilter-Outcome"
 MIN_VERSION = (1, 2)  # spamc 4 sends 1.5, Exim 1.2; 1.0/1.1 framing is not served
 MAX_HEADER_FIELDS = 255  # as spamd: more is refused (too-many-headers denial of service)
 _DETAIL_LENGTH = 200
@@ -270,10 +274,12 @@ class CheckResponse:
 
 @dataclass(frozen=True, slots=True)
 class TellResponse:
-    """The reply to TELL: which databases changed (``local``)."""
+    """The reply to TELL: which databases changed (``local``), and, when nothing changed on
+    purpose, why (``outcome``, e.g. ``skipped``: an ``X-Spamfilter-Outcome`` line)."""
 
     did_set: tuple[str, ...] = ()
     did_remove: tuple[str, ...] = ()
+    outcome: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,12 +303,14 @@ def render_response(response: Response) -> bytes:
     match response:
         case CheckResponse():
             return _render_check(response)
-        case TellResponse(did_set=did_set, did_remove=did_remove):
+        case TellResponse(did_set=did_set, did_remove=did_remove, outcome=outcome):
             fields = b"".join(
                 name + b": " + ",".join(values).encode("ascii") + CRLF
                 for name, values in ((b"DidSet", did_set), (b"DidRemove", did_remove))
                 if values
             )
+            if outcome is not None:
+                fields += OUTCOME_FIELD + b": " + _printable(outcome).encode("ascii") + CRLF
             return b"SPAMD/1.1 0 EX_OK\r\n" + fields + CRLF + CRLF
         case PongResponse():
             return b"SPAMD/1.5 0 PONG\r\n"

@@ -93,6 +93,7 @@ class SpamdServer:
         self._host = settings.spamd.host
         self._port = settings.spamd.port
         self._allow_tell = settings.spamd.allow_tell
+        self._training_margin = settings.training_margin
         self._timeout = settings.spamd.timeout_seconds
         self._idle_timeout = settings.spamd.idle_timeout_seconds
         self._max_bytes = settings.server.max_message_bytes
@@ -308,6 +309,14 @@ class SpamdServer:
     def _tell(self, action: TellAction, message: bytes, scope: str) -> TellResponse:
         if action.learn is not None:
             learned = self._service.learn(message, action.learn, scope)
+            if learned.outcome is Outcome.SKIPPED:
+                # spamc can only say "already learned"; the log and our reply line say why
+                log.info(
+                    "spamd: TELL learn %s: skipped: already judged right by more than %g nats",
+                    learned.label,
+                    self._training_margin,
+                )
+                return TellResponse(outcome=Outcome.SKIPPED.value)
             log.info("spamd: TELL learn %s: %s", learned.label, learned.outcome)
             return TellResponse(did_set=("local",) if learned.outcome in _LEARNED else ())
         if action.forget:
