@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
+from app.api.calls import service_slots
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
@@ -55,6 +56,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.budget = BodyBudget(settings.server.max_buffered_bytes)
+    app.state.service_slots = service_slots(settings.server.service_threads)
     app.state.service = service
     install_error_handlers(app)
     app.include_router(router)

@@ -2,8 +2,9 @@
 
 Handlers are ``async`` so that the body is read on the event loop (under the size cap, the
 read deadline and the byte budget: see ``app.api.body``), while every service call —
-synchronous SQLAlchemy, plus parsing and tokenising — runs in the threadpool: the event loop
-never waits on the database. No business rule lives here.
+synchronous SQLAlchemy, plus parsing and tokenising — runs in a worker thread, at most
+``server.service_threads`` at once (``app.api.calls``): the event loop never waits on the
+database. Readiness and stats do not queue behind them. No business rule lives here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app.api.body import message_form, received_message
+from app.api.calls import call_service
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
 from app.api.exposure import hide_field_values
 from app.api.schemas import (
@@ -66,7 +68,7 @@ async def classify(
     """
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.classify, raw, None, form)
+        result = await call_service(request, service.classify, raw, form=form)
     metrics.verdicts.labels(result.verdict.value).inc()
     shown = result if trusted else hide_field_values(result)
     return render_classification(shown, service.mail_report(shown))
@@ -87,7 +89,7 @@ async def feedback(
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.learn, raw, label, None, form)
+        result = await call_service(request, service.learn, raw, label, form=form)
     learned_as = str(result.label)
     metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
@@ -113,7 +115,7 @@ async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> 
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await run_in_threadpool(service.forget, raw, None, form)
+        result = await call_service(request, service.forget, raw, form=form)
     metrics.forgets.labels(result.outcome.value).inc()
     return ForgetResponse.model_validate(
         {"digest": result.digest, "outcome": result.outcome.value, "form": result.form}

@@ -51,7 +51,9 @@ def worker_environment(settings: Settings) -> dict[str, str]:
 @click.command()
 @click.option("--host", help="Address to bind (default: settings, 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), help="TCP port (default: 8000).")
-@click.option("--workers", type=click.IntRange(1, 64), help="Worker processes (default: 1).")
+@click.option(
+    "--workers", type=click.IntRange(1, 64), help="Worker processes (default: one per core)."
+)
 @click.option(
     "--allow-public-bind",
     is_flag=True,

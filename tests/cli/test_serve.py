@@ -100,3 +100,14 @@ def test_connection_limits_come_from_the_settings(
     assert call["timeout_keep_alive"] == 0.5
     assert call["limit_concurrency"] == 4  # uvicorn counts the refused connection too
     assert call["http"] is HeadDeadlineHttpToolsProtocol  # auto: httptools is installed
+
+
+def test_by_default_there_is_a_worker_per_core(
+    run: Run, started: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    result = run("serve", "--port", "8124")
+    assert result.exit_code == 0, result.output
+    (call,) = started
+    assert call["workers"] == 3
+    assert call["env"]["SPAMFILTER_SERVER__WORKERS"] == "3"
