@@ -10,6 +10,7 @@ sorted keys: sorted keys also make concurrent writers lock rows in the same orde
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -166,3 +167,37 @@ def insert_if_absent(
         .returning(table.c[keys[0]])
     )
     return conn.execute(stmt).first() is not None
+
+
+def counts_by_ids(
+    conn: Connection, table: Table, columns: Sequence[str], scope_id: int, ids: Sequence[int]
+) -> list[Sequence[Any]]:
+    """``(token_id, *columns)`` rows of ``table`` for ``scope_id`` and the token ids ``ids``,
+    in token id order, through the driver: one statement text per dialect and column list,
+    which the driver prepares once, and every row fetched at once.
+
+    Why a driver statement: compiling the expanding ``IN`` list was a third of a
+    classification (283 ids a message on the SpamAssassin corpus); SQLite receives the ids
+    as one JSON array (``json_each``), PostgreSQL as one array. Errors still come wrapped as
+    SQLAlchemy's, so the store maps them as it maps every other.
+    """
+    names = ", ".join(columns)
+    if conn.dialect.name == "postgresql":
+        sql = (
+            f"SELECT token_id, {names} FROM {table.name} WHERE scope_id = %s "
+            "AND token_id = ANY(%s) ORDER BY token_id"
+        )
+        params: tuple[Any, ...] = (scope_id, list(ids))
+    else:
+        sql = (
+            f"SELECT token_id, {names} FROM {table.name} WHERE scope_id = ? "
+            "AND token_id IN (SELECT value FROM json_each(?)) ORDER BY token_id"
+        )
+        params = (scope_id, json.dumps(list(ids)))
+    result = conn.exec_driver_sql(sql, params)
+    try:
+        # The driver's own rows: SQLAlchemy's Row objects cost as much again as the query.
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    return list(rows)

@@ -103,21 +103,13 @@ class Transaction:
         # In token id order: scores sum floating-point terms in this order, so it must not
         # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
         # migrated database scored a few ulps away from a fresh one with the same counts).
-        query = (
-            select(
-                token_count.c.token_id,
-                *(column for lc in labels for column in (lc.occurrences, lc.messages)),
-            )
-            .where(
-                token_count.c.scope_id == scope_id,
-                dialect.id_filter(self._conn, token_count.c.token_id, token_ids),
-            )
-            .order_by(token_count.c.token_id)
-        )
-        for token_id, *values in self._conn.execute(query):
+        columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+        rows = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, token_ids)
+        names = [lc.label for lc in labels]
+        for token_id, *values in rows:
             per = {
-                lc.label: TokenStats(values[2 * k], values[2 * k + 1])
-                for k, lc in enumerate(labels)
+                name: TokenStats(values[2 * k], values[2 * k + 1])
+                for k, name in enumerate(names)
                 if values[2 * k] or values[2 * k + 1]
             }
             if per:
