@@ -1,6 +1,8 @@
 """The application factory. Nothing is built at import: ``create_app(settings)`` builds it all.
 
-``uvicorn --factory app.api.app:app_factory`` runs it with settings from the environment.
+``uvicorn --factory app.api.app:app_factory`` runs it with the settings ``app.config`` loads:
+the config file ``SPAMFILTER_CONFIG`` names (``spamfilter serve`` sets it) or the first of the
+usual places, the ``SPAMFILTER_*`` environment on top.
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
 
 
 def app_factory() -> FastAPI:
-    """The app with settings from the environment (``uvicorn --factory``)."""
-    return create_app(Settings())
+    """The app with settings from the config file and the environment (``uvicorn --factory``)."""
+    from app.config import load_settings
+
+    return create_app(load_settings())
 
 
 def _lifespan(

@@ -1,26 +1,28 @@
 """The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade.
 
-Settings are built once here from the environment (``SPAMFILTER_*``), with ``--database-url``
-on top, and passed to every command. Every command goes through ``app.bootstrap`` and the
-service. Errors the service raises on purpose become one line on stderr and an exit status:
-1 for a message that cannot be processed, 2 for usage and configuration, 75 (EX_TEMPFAIL)
-when the database is unavailable.
+Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
+``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
+both) and passed to every command; ``spamfilter config`` shows and checks them instead.
+Every command goes through ``app.bootstrap`` and the service. Errors the service raises on
+purpose become one line on stderr and an exit status: 1 for a message that cannot be
+processed, 2 for usage and configuration, 75 (EX_TEMPFAIL) when the database is unavailable.
 """
 
 from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
 from app.cli.bench import bench
+from app.cli.config import config_group
 from app.cli.context import (
     EXIT_PROCESSING,
-    EXIT_USAGE,
     CliState,
+    ConfigRequest,
     build,
     exit_code,
     fail,
@@ -33,7 +35,6 @@ from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
 from app.errors import SpamFilterError, describe
-from app.settings import Settings
 
 
 class _Commands(click.Group):
@@ -77,21 +78,25 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
     help="Print the version and exit.",
 )
 @click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="TOML settings file (default: SPAMFILTER_CONFIG, /etc/spamfilter/spamfilter.toml, "
+    "then ~/.config/spamfilter/spamfilter.toml).",
+)
+@click.option(
     "--database-url",
     metavar="URL",
     help="sqlite:///PATH or postgresql://... (default: SPAMFILTER_DATABASE_URL).",
 )
 @click.pass_context
-def cli(ctx: click.Context, database_url: str | None) -> None:
+def cli(ctx: click.Context, config: Path | None, database_url: str | None) -> None:
     """A Naive Bayes spam filter that learns from every correction."""
-    try:
-        settings = Settings(database_url=database_url) if database_url else Settings()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
-        )
-        raise fail(f"invalid settings: {problems}", EXIT_USAGE) from error
-    ctx.obj = CliState(settings, database_url_given=bool(database_url))
+    request = ConfigRequest(config, {"database_url": database_url} if database_url else {})
+    if ctx.invoked_subcommand == "config":
+        ctx.obj = request  # shown or checked there, problems included
+        return
+    ctx.obj = request.state()
 
 
 @cli.command()
@@ -145,6 +150,7 @@ cli.add_command(filter_command)
 cli.add_command(spamd)
 cli.add_command(milter)
 cli.add_command(bench)
+cli.add_command(config_group)
 
 
 def main() -> None:

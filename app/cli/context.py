@@ -1,5 +1,8 @@
 """What every command shares: the settings built once by the group, the service, exit codes.
 
+The group reads its ``--config`` and ``--database-url`` into a ``ConfigRequest``; every
+command but ``config`` gets the ``CliState`` it loads (``app.config.load_settings``).
+
 The service is built lazily (``build_service`` pulls in SQLAlchemy and Alembic, about
 0.4 s), so ``spamfilter --help`` and option errors answer at once.
 """
@@ -7,8 +10,10 @@ The service is built lazily (``build_service`` pulls in SQLAlchemy and Alembic, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -52,13 +57,34 @@ def setup_logging(level: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class CliState:
-    """The settings of this invocation; ``database_url_given`` when --database-url was used."""
+    """The settings of this invocation; ``database_url_given`` when --database-url was used;
+    ``config_file`` the TOML file they were read from, if any."""
 
     settings: Settings
     database_url_given: bool
+    config_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRequest:
+    """The group's ``--config`` and its setting options (``--database-url``), not yet read."""
+
+    config: Path | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def state(self, environ: Mapping[str, str] = os.environ) -> CliState:
+        """The settings these ask for; a configuration problem exits 2 with one line."""
+        from app.config import load_configuration
+
+        try:
+            loaded = load_configuration(self.config, environ, self.options)
+        except ConfigurationError as error:
+            raise fail(str(error), EXIT_USAGE) from error
+        return CliState(loaded.settings, "database_url" in self.options, loaded.file)
 
 
 pass_state = click.make_pass_decorator(CliState)
+pass_request = click.make_pass_decorator(ConfigRequest)
 
 
 def build(settings: Settings) -> SpamFilter:
@@ -75,6 +101,21 @@ def exit_code(error: SpamFilterError) -> int:
     if isinstance(error, ConfigurationError | InvalidLabel):
         return EXIT_USAGE
     return EXIT_PROCESSING
+
+
+def warn_unknown_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """A stderr line per ``SPAMFILTER_*`` variable that names no setting (daemons at start)."""
+    from app.config import unknown_variables
+
+    for line in unknown_variables(environ):
+        click.echo(f"spamfilter: warning: {line}", err=True)
+
+
+def announce_database(settings: Settings) -> None:
+    """``database: sqlite /path`` or ``database: postgresql user@host:port/db`` on stderr."""
+    from app.config import describe_database
+
+    click.echo(f"database: {describe_database(settings.database_url)}", err=True)
 
 
 def fail(message: str, code: int) -> click.exceptions.Exit:

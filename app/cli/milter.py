@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import click
 
-from app.cli.context import CliState, log_level_option, pass_state, setup_logging
+from app.cli.context import (
+    CliState,
+    log_level_option,
+    pass_state,
+    setup_logging,
+    warn_unknown_variables,
+)
 
 
 @click.command()
@@ -32,8 +38,11 @@ def milter(
 ) -> None:
     """Run the milter: X-Spam headers, and reject or quarantine as the mail settings say."""
     setup_logging(log_level)
+    warn_unknown_variables()
     from app.adapters.milter.server import serve
+    from app.config import describe_database
 
+    _announce(f"database: {describe_database(state.settings.database_url)}")
     serve(state.settings, socket_spec, allow_public_bind, _announce)
 
 

@@ -1,7 +1,8 @@
 """serve: check the bind, migrate once, then run uvicorn on the app factory.
 
-Workers are separate processes that build their own ``Settings()`` from the environment, so
-the options given here are exported as ``SPAMFILTER_*`` variables before uvicorn starts.
+Workers are separate processes that load their own settings (``app.config.load_settings``),
+so the config file read here is exported as ``SPAMFILTER_CONFIG`` and the options given here
+as ``SPAMFILTER_*`` variables (which override the file) before uvicorn starts.
 uvicorn and FastAPI are imported here only, so the other commands start without them.
 
 uvicorn gets the connection limits of ``settings.server`` (``app.api.connections``): the idle
@@ -11,10 +12,17 @@ timeout, which also bounds how long a request head may take, and the connection 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
-from app.cli.context import CliState, log_level_option, pass_state
+from app.cli.context import (
+    CliState,
+    announce_database,
+    log_level_option,
+    pass_state,
+    warn_unknown_variables,
+)
 from app.settings import Settings
 
 APP_FACTORY = "app.api.app:app_factory"
@@ -36,16 +44,20 @@ def with_server_options(
     return settings.model_copy(update={"server": settings.server.model_copy(update=update)})
 
 
-def worker_environment(settings: Settings) -> dict[str, str]:
-    """The ``SPAMFILTER_*`` variables that carry the command-line overrides to workers."""
+def worker_environment(settings: Settings, config_file: Path | None = None) -> dict[str, str]:
+    """The ``SPAMFILTER_*`` variables that carry the command-line overrides to workers, and
+    ``SPAMFILTER_CONFIG`` naming the config file read here (absolute: workers read the same)."""
     server = settings.server
-    return {
+    environment = {
         "SPAMFILTER_DATABASE_URL": settings.database_url,
         "SPAMFILTER_SERVER__HOST": server.host,
         "SPAMFILTER_SERVER__PORT": str(server.port),
         "SPAMFILTER_SERVER__WORKERS": str(server.workers),
         "SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND": "true" if server.allow_public_bind else "false",
     }
+    if config_file is not None:
+        environment["SPAMFILTER_CONFIG"] = str(config_file.resolve())
+    return environment
 
 
 @click.command()
@@ -83,11 +95,13 @@ def serve(
     from app.binding import check_bind
     from app.bootstrap import migrate_database
 
+    warn_unknown_variables()
     settings = with_server_options(state.settings, host, port, workers, allow_public_bind)
     check_bind(settings)
+    announce_database(settings)
     revision = migrate_database(settings)
     click.echo(f"database at revision {revision}", err=True)
-    os.environ.update(worker_environment(settings))
+    os.environ.update(worker_environment(settings, state.config_file))
 
     import uvicorn
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 import click
 
 from app.binding import check_open_listener
-from app.cli.context import CliState, log_level_option, pass_state, setup_logging
+from app.cli.context import (
+    CliState,
+    announce_database,
+    log_level_option,
+    pass_state,
+    setup_logging,
+    warn_unknown_variables,
+)
 from app.settings import Settings
 
 
@@ -68,8 +75,10 @@ def spamd(
     from app.adapters.spamd.server import main as entry
     from app.bootstrap import build_service, migrate_database
 
+    warn_unknown_variables()
     settings = with_spamd_options(state.settings, host, port, allow_tell)
     check_spamd_bind(settings.spamd.host, allow_public_bind)
+    announce_database(settings)
     revision = migrate_database(settings)
     click.echo(f"database at revision {revision}", err=True)
     service = build_service(settings, migrate=False)

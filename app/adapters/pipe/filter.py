@@ -9,14 +9,16 @@ status is 3. The classifier is a function of the raw bytes; ``classifier`` picks
 
 * with ``SPAMFILTER_FILTER_URL`` set, the running HTTP service (``client.py``), falling back
   to the direct path when the service does not answer;
-* otherwise the direct path: the service built on ``SPAMFILTER_DATABASE_URL`` in this
-  process, without migrating (a database that is not migrated is an error, exit 3).
+* otherwise the direct path: the service built in this process on the settings
+  ``app.config.load_settings`` reads (the config file, ``SPAMFILTER_*`` over it), without
+  migrating (a database that is not migrated, or a missing config file, is an error, exit 3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from app.adapters.pipe.report import ExitCode, FilterReport
@@ -88,19 +90,27 @@ def service_classifier(service: SpamFilter) -> Classify:
     return classify
 
 
-def direct_classifier(settings: Settings | None = None) -> Classify:
+def direct_classifier(
+    settings: Settings | None = None,
+    config: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Classify:
     """Classify in this process; the service is built (never migrated) on first use.
 
-    Without ``settings`` they are read from the environment then, so a bad setting is an
-    error of that message (exit 3, passed through) rather than a crash before reading it.
+    Without ``settings`` they are loaded then (the ``config`` file, else the usual places,
+    under ``environ``, default the process's), so a bad setting or a missing file is an error
+    of that message (exit 3, passed through) rather than a crash before reading it.
     """
 
     def classify(raw: bytes) -> FilterReport:
-        from app.bootstrap import build_service
-        from app.errors import StorageUnavailable
-        from app.settings import Settings
+        import os
 
-        service = build_service(settings or Settings(), migrate=False)
+        from app.bootstrap import build_service
+        from app.config import load_settings
+        from app.errors import StorageUnavailable
+
+        chosen = settings or load_settings(config, os.environ if environ is None else environ)
+        service = build_service(chosen, migrate=False)
         try:
             return service_classifier(service)(raw)
         except StorageUnavailable as error:
@@ -112,12 +122,16 @@ def direct_classifier(settings: Settings | None = None) -> Classify:
 
 
 def classifier(
-    environ: Mapping[str, str], errors: TextIO, settings: Settings | None = None
+    environ: Mapping[str, str],
+    errors: TextIO,
+    settings: Settings | None = None,
+    config: Path | None = None,
 ) -> Classify:
     """The daemon client when ``SPAMFILTER_FILTER_URL`` is set (the direct path as its
-    fallback), else the direct path. The environment is read per message, inside the
-    classifier, so a bad value is that message's error (exit 3, passed through)."""
-    direct = direct_classifier(settings)
+    fallback), else the direct path. The environment and the ``config`` file are read per
+    message, inside the classifier, so a bad value is that message's error (exit 3, passed
+    through)."""
+    direct = direct_classifier(settings, config, environ)
 
     def classify(raw: bytes) -> FilterReport:
         from app.adapters.pipe import client

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
 from app.adapters.pipe.filter import PROGRAM, Classify, classifier, filter_message
@@ -21,7 +22,9 @@ from app.errors import ConfigurationError, describe
 EXIT_CODES = """\
 exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unjudged).
 X-Spam-* fields the message came with are removed, whatever the outcome.
-environment: SPAMFILTER_DATABASE_URL and the other SPAMFILTER_* settings; with
+settings: the TOML file of --config, else SPAMFILTER_CONFIG, else the first of
+/etc/spamfilter/spamfilter.toml and ~/.config/spamfilter/spamfilter.toml; the
+SPAMFILTER_* variables override it (SPAMFILTER_DATABASE_URL, ...). With
 SPAMFILTER_FILTER_URL=http://HOST:PORT the running HTTP service classifies (falling back to
 the database when it does not answer), SPAMFILTER_FILTER_TIMEOUT seconds (default 5)."""
 
@@ -49,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 for every verdict (spam, ham, unsure); 3 still means an error",
     )
+    parse.add_argument(
+        "--config",
+        type=Path,
+        metavar="PATH",
+        help="TOML settings file (one that does not exist is an error: exit 3, passed through)",
+    )
     return parse
 
 
@@ -58,10 +67,12 @@ def run(
     stderr: TextIO,
     exit_zero: bool = False,
     classify: Classify | None = None,
+    config: Path | None = None,
 ) -> int:
     """Filter one message from ``stdin`` to ``stdout``; the exit status.
 
-    ``classify`` defaults to ``classifier``: every setting from the process environment
+    ``classify`` defaults to ``classifier``: the settings of the ``config`` file (else the
+    one ``SPAMFILTER_CONFIG`` names or the usual places) under the process environment
     (``SPAMFILTER_*``), read when the message is classified.
     """
     try:
@@ -69,7 +80,8 @@ def run(
     except OSError as error:
         stderr.write(f"{PROGRAM}: cannot read the message: {describe(error)}\n")
         return ExitCode.ERROR
-    filtered = filter_message(raw, classify or classifier(os.environ, stderr), stderr)
+    classify = classify or classifier(os.environ, stderr, config=config)
+    filtered = filter_message(raw, classify, stderr)
     try:
         stdout.write(filtered.output)
         stdout.flush()
@@ -88,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except UsageError as error:
         return run(*streams, classify=_refuse(f"usage: {error} (see {PROGRAM} --help)"))
-    return run(*streams, exit_zero=args.exit_zero)
+    return run(*streams, exit_zero=args.exit_zero, config=args.config)
 
 
 def _refuse(problem: str) -> Classify:
