@@ -160,8 +160,10 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
             continue
         if upper.startswith(NON_SETTING_PREFIXES):
             continue
-        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        # Compared without the prefix, which every name shares and would make all look alike.
+        bare = sorted(known_name.removeprefix(PREFIX) for known_name in known)
+        close = difflib.get_close_matches(upper.removeprefix(PREFIX), bare, n=1)
+        hint = f" (did you mean {PREFIX}{close[0]}?)" if close else ""
         lines.append(f"unknown variable {name}{hint}")
     return lines
 
