@@ -153,3 +153,25 @@ def test_the_pipe_filter_reads_its_config_option(
     )
     assert (missing.returncode, missing.stdout) == (3, raw)
     assert b"nowhere.toml does not exist" in missing.stderr
+
+
+@pytest.mark.parametrize("command", ["spamd", "milter"])
+def test_mail_daemons_name_their_database_at_start(
+    invoke: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import app.adapters.milter.server as milter_server
+    import app.adapters.spamd.server as spamd_server
+
+    monkeypatch.setattr(spamd_server, "main", lambda *args: None)
+    monkeypatch.setattr(milter_server, "serve", lambda *args: None)
+    monkeypatch.setenv("SPAMFILTER_SPAMD__PROT", "784")
+    path = config_file(tmp_path, f"sqlite:///{tmp_path / 'mail.db'}")
+    result = invoke("--config", str(path), command)
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        "spamfilter: warning: unknown variable SPAMFILTER_SPAMD__PROT "
+        "(did you mean SPAMFILTER_SPAMD__PORT?)"
+    )
+    prefix = "spamfilter: " if command == "milter" else ""
+    assert f"{prefix}database: sqlite {tmp_path / 'mail.db'}" in lines
