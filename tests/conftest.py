@@ -34,6 +34,16 @@ from tests.environment import drop_settings
 
 POSTGRES_URL_ENV = "SPAMFILTER_TEST_POSTGRES_URL"
 
+
+@pytest.fixture(autouse=True)
+def no_user_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test reads the developer's own ``~/.config/spamfilter/spamfilter.toml``: the user
+    config folder is an empty one (tests of the search order set their own)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
 # Helper modules whose plain asserts should explain themselves like a test's.
 pytest.register_assert_rewrite("tests.storage.snapshot", "tests.service.workload")
 

@@ -98,8 +98,8 @@ def serve(
     warn_unknown_variables()
     settings = with_server_options(state.settings, host, port, workers, allow_public_bind)
     check_bind(settings)
+    revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce_database(settings)
-    revision = migrate_database(settings)
     click.echo(f"database at revision {revision}", err=True)
     os.environ.update(worker_environment(settings, state.config_file))
 

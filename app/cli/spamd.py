@@ -78,8 +78,8 @@ def spamd(
     warn_unknown_variables()
     settings = with_spamd_options(state.settings, host, port, allow_tell)
     check_spamd_bind(settings.spamd.host, allow_public_bind)
+    revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce_database(settings)
-    revision = migrate_database(settings)
     click.echo(f"database at revision {revision}", err=True)
     service = build_service(settings, migrate=False)
     tell = "enabled" if settings.spamd.allow_tell else "disabled"

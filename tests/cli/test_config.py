@@ -163,7 +163,8 @@ def test_mail_daemons_name_their_database_at_start(
     import app.adapters.spamd.server as spamd_server
 
     monkeypatch.setattr(spamd_server, "main", lambda *args: None)
-    monkeypatch.setattr(milter_server, "serve", lambda *args: None)
+    # As the real server does once the database is open and migrated.
+    monkeypatch.setattr(milter_server, "serve", lambda *args: args[-1]("database at revision 0002"))
     monkeypatch.setenv("SPAMFILTER_SPAMD__PROT", "784")
     path = config_file(tmp_path, f"sqlite:///{tmp_path / 'mail.db'}")
     result = invoke("--config", str(path), command)
