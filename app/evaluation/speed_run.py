@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.config import mask_url
 from app.evaluation import speed_report
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
@@ -135,7 +136,7 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats)",
         "model": f"{settings.model.kind}, top {settings.model.top_tokens} tokens",
         "databases": ", ".join(plan.backends)
-        + (f" ({scratch_schema.safe_url(plan.postgres_url)})" if plan.postgres_url else ""),
+        + (f" ({mask_url(plan.postgres_url)})" if plan.postgres_url else ""),
         "http": "skipped"
         if "http" in plan.skip
         else f"{plan.connections} connections, {plan.duration:g} s or {plan.max_requests} "

@@ -29,15 +29,6 @@ def is_postgres(url: str) -> bool:
     return urlsplit(url).scheme in SCHEMES
 
 
-def safe_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, fit to print."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def conninfo(url: str) -> str:
     """The URL as psycopg reads it (``postgresql://``, no SQLAlchemy driver suffix)."""
     return urlunsplit(urlsplit(url)._replace(scheme="postgresql"))
