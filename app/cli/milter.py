@@ -40,16 +40,8 @@ def milter(
     setup_logging(log_level)
     warn_unknown_variables()
     from app.adapters.milter.server import serve
-    from app.config import describe_database
 
-    def announce(line: str) -> None:
-        # The server names the revision once the database is open and migrated: the database
-        # is named then, so a database that cannot be opened ends in its one error line.
-        if line.startswith("database at revision"):
-            _announce(f"database: {describe_database(state.settings.database_url)}")
-        _announce(line)
-
-    serve(state.settings, socket_spec, allow_public_bind, announce)
+    serve(state.settings, socket_spec, allow_public_bind, _announce)
 
 
 def _announce(line: str) -> None:

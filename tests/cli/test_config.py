@@ -163,8 +163,11 @@ def test_mail_daemons_name_their_database_at_start(
     import app.adapters.spamd.server as spamd_server
 
     monkeypatch.setattr(spamd_server, "main", lambda *args: None)
-    # As the real server does once the database is open and migrated.
-    monkeypatch.setattr(milter_server, "serve", lambda *args: args[-1]("database at revision 0002"))
+
+    async def listen_no_more(*args: Any) -> None:
+        """The milter opens and migrates its database, then does not listen."""
+
+    monkeypatch.setattr(milter_server, "_serve_until_signal", listen_no_more)
     monkeypatch.setenv("SPAMFILTER_SPAMD__PROT", "784")
     path = config_file(tmp_path, f"sqlite:///{tmp_path / 'mail.db'}")
     result = invoke("--config", str(path), command)

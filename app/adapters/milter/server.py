@@ -125,11 +125,16 @@ def serve(
 ) -> None:
     """Check the socket, migrate the database once, then serve until SIGINT or SIGTERM.
 
-    ``announce`` receives one-line progress notes (the revision, the bound address).
+    ``announce`` receives one-line progress notes (the database once it is open and
+    migrated, its revision, the bound address).
     """
+    from app.config import describe_database
+
     endpoint = parse_socket(socket_spec or settings.milter.socket)
     check_bind(endpoint, allow_public_bind)
-    announce(f"database at revision {migrate_database(settings)}")
+    revision = migrate_database(settings)  # a database that cannot be opened ends here
+    announce(f"database: {describe_database(settings.database_url)}")
+    announce(f"database at revision {revision}")
     service = build_service(settings, migrate=False)
     try:
         asyncio.run(_serve_until_signal(service, settings, endpoint, announce))
