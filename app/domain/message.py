@@ -430,15 +430,22 @@ def header_text(message: Message, name: str, limit: int | None = None) -> str:
     Header of unknown-8bit bytes: they are decoded with the body fallbacks, not replaced.
     With ``limit``, only the first ``limit`` characters of the value are decoded.
     """
+    return header_field(message, name, limit)[0]
+
+
+def header_field(message: Message, name: str, limit: int | None = None) -> tuple[str, bool]:
+    """``header_text`` of the field, and whether its value was longer than ``limit``."""
     value = message.get(name)
     if value is None:
-        return ""
+        return "", False
     if isinstance(value, email.header.Header):
         value = "".join(
             decode_bytes(fragment, None) if isinstance(fragment, bytes) else fragment
             for fragment, _charset in email.header.decode_header(value)
         )
-    return decode_encoded_words(str(value)[:limit])
+    text = str(value)
+    cut = limit is not None and len(text) > limit
+    return decode_encoded_words(text[:limit]), cut
 
 
 def decode_encoded_words(value: str) -> str:

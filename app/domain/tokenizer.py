@@ -10,14 +10,22 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import getaddresses
+from functools import partial
 from itertools import islice
 
 from app.domain.html import html_text_and_urls
-from app.domain.message import ParsedMessage, Part, header_text, header_values, text_parts
+from app.domain.message import (
+    ParsedMessage,
+    Part,
+    header_field,
+    header_text,
+    header_values,
+    text_parts,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,30 +187,22 @@ def header_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
     Each field gives at most ``max_header_tokens`` tokens from its first ``max_header_bytes``
     characters (see TokenizerOptions).
     """
-    cap = options.max_header_bytes
+    cap, most = options.max_header_bytes, options.max_header_tokens
 
-    def text(name: str) -> str:
-        return header_text(message, name, cap)
+    def field(name: str, tokens: Callable[[str], Iterator[str]]) -> Iterator[str]:
+        text, cut = header_field(message, name, cap)
+        return _capped(cut, most, tokens(text))
 
-    yield from _bounded(message, "subject", options, words(text("subject"), options, "subject:"))
-    for field in ("from", "reply-to", "return-path"):
-        yield from _bounded(message, field, options, address_tokens(field, text(field), options))
-    for field in _HEADERS_AS_WORDS:
-        yield from _bounded(message, field, options, words(text(field), options, f"{field}:"))
-    message_id = text("message-id")
+    yield from field("subject", lambda text: words(text, options, "subject:"))
+    for name in ("from", "reply-to", "return-path"):
+        yield from field(name, partial(address_tokens, name, options=options))
+    for name in _HEADERS_AS_WORDS:
+        yield from field(name, partial(words, options=options, prefix=f"{name}:"))
+    message_id = header_text(message, "message-id", cap)
     if "@" in message_id:
         yield f"message-id:domain:{message_id.rsplit('@', 1)[1].strip('<> ').lower()}"
     for received in header_values(message, "received"):
-        tokens = received_tokens(received[:cap])
-        yield from _capped(len(received) > cap, options.max_header_tokens, tokens)
-
-
-def _bounded(
-    message: Message, name: str, options: TokenizerOptions, tokens: Iterator[str]
-) -> Iterator[str]:
-    """``tokens`` of header ``name`` within the per-field limits."""
-    cut = len(str(message.get(name, ""))) > options.max_header_bytes
-    return _capped(cut, options.max_header_tokens, tokens)
+        yield from _capped(len(received) > cap, most, received_tokens(received[:cap]))
 
 
 def _capped(cut: bool, limit: int, tokens: Iterator[str]) -> Iterator[str]:
