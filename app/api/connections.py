@@ -51,10 +51,16 @@ def _close(transport: asyncio.BaseTransport) -> None:
         transport.close()
 
 
-class HeadDeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on every request head (see the module doc)."""
+class _HeadDeadlineMixin(asyncio.Protocol):
+    """The deadline on every request head, for either of uvicorn's HTTP protocols (it comes
+    before the protocol class in the bases, so ``super()`` is uvicorn's)."""
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    _head_deadline: _HeadDeadline
+    cycle: Any
+    loop: asyncio.AbstractEventLoop
+    timeout_keep_alive: int
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Accept the connection and start the clock on its first request head."""
         super().connection_made(transport)
         self._head_deadline = _HeadDeadline(self.timeout_keep_alive)
@@ -71,6 +77,10 @@ class HeadDeadlineH11Protocol(H11Protocol):
         super().data_received(data)
         if self.cycle is not before:
             self._head_deadline.cancel()
+
+
+class HeadDeadlineH11Protocol(_HeadDeadlineMixin, H11Protocol):
+    """uvicorn's h11 protocol with a deadline on every request head (see the module doc)."""
 
     def on_response_complete(self) -> None:
         """After a response the clock runs again, unless a pipelined request is under way."""
@@ -80,26 +90,8 @@ class HeadDeadlineH11Protocol(H11Protocol):
             self._head_deadline.start(self.loop, self.transport)
 
 
-class HeadDeadlineHttpToolsProtocol(HttpToolsProtocol):
+class HeadDeadlineHttpToolsProtocol(_HeadDeadlineMixin, HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline on every request head."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Accept the connection and start the clock on its first request head."""
-        super().connection_made(transport)
-        self._head_deadline = _HeadDeadline(self.timeout_keep_alive)
-        self._head_deadline.start(self.loop, transport)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """Stop the clock with the connection."""
-        self._head_deadline.cancel()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        """Feed the parser; the clock stops once a request head is complete."""
-        before = self.cycle
-        super().data_received(data)
-        if self.cycle is not before:
-            self._head_deadline.cancel()
 
     def on_response_complete(self) -> None:
         """After a response the clock runs again, unless a pipelined request is waiting."""
