@@ -55,3 +55,9 @@ def describe(error: BaseException) -> str:
     code = error.code if isinstance(error, SpamFilterError) else type(error).__name__
     detail = " ".join(str(error).split())
     return f"{code}: {detail}" if detail else code
+
+
+class InvalidUser(SpamFilterError):
+    """A user name that cannot name a model (too long, control characters, ``/``)."""
+
+    code = "invalid_user"

@@ -263,10 +263,11 @@ def test_a_migrated_model_scores_and_forgets_like_a_fresh_one(
 ) -> None:
     upgrade(engine)
     fresh_url = database_factory()
-    migrated = make_service(make_settings(), migrate=False)
-    fresh = make_service(make_settings(database_url=fresh_url))
+    # Scopes other than the configured one are only reachable by configuring them.
+    migrated = {s: make_service(make_settings(scope=s), migrate=False) for s in SCOPES}
+    fresh = {s: make_service(make_settings(scope=s, database_url=fresh_url)) for s in SCOPES}
     for scope, raw, label in state.messages:
-        assert fresh.learn(raw, label, scope=scope).outcome == Outcome.LEARNED
+        assert fresh[scope].learn(raw, label).outcome == Outcome.LEARNED
     assert snapshot(database_url, timestamps=False) == snapshot(fresh_url, timestamps=False)
     assert_consistent(database_url)
 
@@ -276,13 +277,13 @@ def test_a_migrated_model_scores_and_forgets_like_a_fresh_one(
     probes += [ham_message(rng, 2000 + i) for i in range(5)]
     for kind in ("multinomial", "bernoulli"):
         model = {"kind": kind}
-        pair = [
-            make_service(make_settings(database_url=url, model=model), migrate=False)
-            for url in (database_url, fresh_url)
-        ]
         for scope in SCOPES:
+            pair = [
+                make_service(make_settings(scope=scope, database_url=url, model=model), False)
+                for url in (database_url, fresh_url)
+            ]
             for raw in probes:
-                a, b = (service.classify(raw, scope=scope) for service in pair)
+                a, b = (service.classify(raw) for service in pair)
                 assert (a.log_posteriors, a.verdict, a.clues) == (
                     b.log_posteriors,
                     b.verdict,
@@ -291,12 +292,12 @@ def test_a_migrated_model_scores_and_forgets_like_a_fresh_one(
 
     forgotten = state.messages[::3]
     for scope, raw, _ in forgotten:
-        assert migrated.forget(raw, scope=scope).outcome == Outcome.FORGOTTEN
-        assert fresh.forget(raw, scope=scope).outcome == Outcome.FORGOTTEN
+        assert migrated[scope].forget(raw).outcome == Outcome.FORGOTTEN
+        assert fresh[scope].forget(raw).outcome == Outcome.FORGOTTEN
     assert_consistent(database_url)
     assert snapshot(database_url, timestamps=False) == snapshot(fresh_url, timestamps=False)
     for scope in SCOPES:
-        assert migrated.stats(scope) == fresh.stats(scope)
+        assert migrated[scope].stats() == fresh[scope].stats()
 
 
 def test_scopes_named_only_by_counts_are_migrated_and_vocabulary_recounted(

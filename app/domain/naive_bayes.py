@@ -51,15 +51,16 @@ class Evidence:
 
     token: str
     in_message: int
-    counts: Mapping[str, int]
+    counts: Mapping[str, float]
 
 
 @dataclass(frozen=True, slots=True)
 class ClassTotals:
-    """Per-label totals: learned messages, and the sum of token counts ``T_c``."""
+    """Per-label totals: learned messages, and the sum of token counts ``T_c`` (pseudo-counts
+    may be fractional, see ``fallback``)."""
 
-    messages: int
-    tokens: int
+    messages: float
+    tokens: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def safe_log(numerator: float, denominator: float) -> float:
     return math.log(numerator) - math.log(denominator)
 
 
-def log_priors(messages: Mapping[str, int]) -> dict[str, float]:
+def log_priors(messages: Mapping[str, float]) -> dict[str, float]:
     """Maximum-likelihood class priors log(N_c / N) from learned-message counts."""
     total = sum(messages.values())
     if total <= 0:
@@ -178,7 +179,7 @@ def distinct_evidence(
     ``multinomial``, which ranks by strength and token text).
     """
     kept: list[Evidence] = []
-    first: dict[tuple[str, int, frozenset[tuple[str, int]]], Evidence] = {}
+    first: dict[tuple[str, int, frozenset[tuple[str, float]]], Evidence] = {}
     for item in evidence:
         if sum(item.counts.values()) < least:
             kept.append(item)
@@ -294,7 +295,7 @@ def bernoulli(
     return Scored(log_joint, normalise(log_joint), contributions)
 
 
-def _absent(seen: int, messages: int, alpha: float) -> float:
+def _absent(seen: float, messages: int, alpha: float) -> float:
     """log P(token absent | class) = log(1 - p_tc) under additive smoothing."""
     return smoothed_log_prob(messages - seen, messages, alpha, 2)
 

@@ -19,6 +19,7 @@ from app.service.results import (
     MailReport,
     Stats,
 )
+from app.service.scoping import Models, models_for
 from app.settings import Settings
 from app.storage.store import Store
 
@@ -57,55 +58,57 @@ class SpamFilter:
         return self._judge.analyse(raw, legacy, form)
 
     def classify(
-        self, message: bytes | Analysed, scope: str | None = None, form: Form = "rfc822"
+        self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
     ) -> Classification:
-        """Score a message against the learned counts (read-only)."""
+        """Score a message against the learned counts (read-only): the site-wide model's, or
+        ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``)."""
+        models = self.models(user)
         analysed = message if isinstance(message, Analysed) else self.analyse(message, form=form)
-        return self._judge.classify(analysed, scope or self._settings.scope)
+        return self._judge.classify(analysed, models)
 
     def learn(
         self,
         message: bytes | Analysed,
         label: str,
-        scope: str | None = None,
+        user: str | None = None,
         form: Form = "rfc822",
     ) -> FeedbackResult:
         """Learn a message as ``label``: learned, relabelled (counts moved), unchanged, or
-        skipped (thick training: the model already gets it right by more than the margin)."""
+        skipped (thick training: the model already gets it right by more than the margin).
+        For a ``user``, their model learns it, and the site-wide one by ``users.train_site``."""
         target = feedback_label(label)
+        models = self.models(user)
         analysed = self._feedback_analysis(message, form)
-        return self._trainer.learn(analysed, target, scope or self._settings.scope)
+        return self._trainer.learn(analysed, target, models)
 
     def forget(
-        self, message: bytes | Analysed, scope: str | None = None, form: Form = "rfc822"
+        self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
     ) -> FeedbackResult:
         """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
+        models = self.models(user)
         analysed = self._feedback_analysis(message, form)
-        return self._trainer.forget(analysed, scope or self._settings.scope)
+        return self._trainer.forget(analysed, models)
 
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
         return self._judge.mail_report(result)
 
-    def scope_for(self, user: str | None) -> str:
-        """The model scope for a mail user (spamd ``User:``, a milter recipient, ...).
+    def models(self, user: str | None) -> Models:
+        """The scopes a call for ``user`` reads and trains (None: the site-wide model);
+        InvalidUser for a name that cannot name a model."""
+        return models_for(self._settings, user)
 
-        Every user shares the configured scope until per-user models exist; adapters pass
-        the user through here rather than choosing a scope themselves.
-        """
-        del user
-        return self._settings.scope
-
-    def stats(self, scope: str | None = None) -> Stats:
-        """Learned messages and tokens per label, and the vocabulary size."""
-        scope = scope or self._settings.scope
+    def stats(self, user: str | None = None) -> Stats:
+        """Learned messages and tokens per label, and the vocabulary size, of the site-wide
+        model or of ``user``'s own model."""
+        models = self.models(user)
         with self._store.transaction(write=False) as tx:
-            totals = tx.totals(scope)
+            totals = tx.totals(models.own)
         labels = {
             label: LabelSummary(totals.of(label).messages, totals.of(label).occurrences)
             for label in LABELS
         }
-        return Stats(labels, totals.vocabulary, self._store.dialect_name, scope)
+        return Stats(labels, totals.vocabulary, self._store.dialect_name, models.own, models.user)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):

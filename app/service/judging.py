@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from app.domain import fallback
 from app.domain import naive_bayes as nb
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label
@@ -25,6 +26,7 @@ from app.domain.spam_headers import (
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service.results import Analysed, Classification, Form, MailReport
+from app.service.scoping import Models
 from app.settings import Settings
 from app.storage.store import ModelTotals, Store, TokenStats, Transaction
 
@@ -75,24 +77,42 @@ class Judge:
         tokens = tokenize(parsed, self._options)
         return Analysed(parsed.digest, tokens, parsed.truncated, parsed.legacy_digest, read_as)
 
-    def classify(self, analysed: Analysed, scope: str) -> Classification:
-        """Score ``analysed`` against the learned counts of ``scope`` (read-only)."""
+    def classify(self, analysed: Analysed, models: Models) -> Classification:
+        """Score ``analysed`` against the learned counts of ``models`` (read-only)."""
         with self._store.transaction(write=False) as tx:
-            scored, learned = self.evaluate(tx, scope, analysed)
+            scored, learned = self.evaluate(tx, models, analysed)
         return self._classification(analysed, scored, learned)
 
     def evaluate(
-        self, tx: Transaction, scope: str, analysed: Analysed
+        self, tx: Transaction, models: Models, analysed: Analysed
     ) -> tuple[nb.Scored | None, dict[str, int]]:
         """The model's scores for ``analysed`` (None until every label has a message), and
-        the learned messages per label."""
-        totals = tx.totals(scope)
-        learned = {label: totals.of(label).messages for label in LABELS}
+        the learned messages per label (a user's and the site-wide ones together, when a
+        user's model falls back on the site-wide one)."""
+        totals = tx.totals(models.own)
+        site = self._fallback_totals(tx, models)
+        learned = {
+            label: totals.of(label).messages + (site.of(label).messages if site else 0)
+            for label in LABELS
+        }
         if not all(learned.values()):
             return None, learned
         names = analysed.names()
-        counts = tx.counts(scope, list(names))
-        return self._score(tx, scope, analysed, names, counts, totals), learned
+        ids = list(names)
+        own = tx.counts(models.own, ids)
+        if site is not None and models.site is not None:
+            scored = self._blended(tx, models.site, analysed, names, (own, totals), site)
+            if scored is not None:
+                return scored, learned
+        if not all(totals.of(label).messages for label in LABELS):
+            return None, learned
+        return self._score(tx, models.own, analysed, names, own, totals), learned
+
+    def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
+        """The site-wide totals a user's model falls back on; None without a fallback."""
+        if models.site is None or self._settings.users.fallback_strength <= 0:
+            return None
+        return tx.totals(models.site)
 
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
@@ -131,8 +151,55 @@ class Judge:
             ]
             messages = {lb: totals.labels[lb].messages for lb in LABELS}
             return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
-        presence = model.counting == "presence"
-        evidence = [
+        return self._multinomial(
+            self._evidence(analysed, names, counts),
+            self._class_totals(totals),
+            totals.vocabulary,
+            model.alpha,
+            model.distinct_min_messages or None,
+        )
+
+    def _blended(
+        self,
+        tx: Transaction,
+        site_scope: str,
+        analysed: Analysed,
+        names: Mapping[int, str],
+        own: tuple[Mapping[int, Mapping[str, TokenStats]], ModelTotals],
+        site: ModelTotals,
+    ) -> nb.Scored | None:
+        """A user's multinomial score with the site-wide model as prior (``fallback``); None
+        where there is no prior to blend (a Bernoulli model, a site-wide label without
+        tokens)."""
+        model = self._settings.model
+        site_totals = self._class_totals(site)
+        if model.kind == "bernoulli" or not all(t.tokens > 0 for t in site_totals.values()):
+            return None
+        own_counts, own_totals = own
+        site_counts = tx.counts(site_scope, list(names))
+        evidence, class_totals = fallback.blend(
+            self._evidence(analysed, names, own_counts),
+            self._class_totals(own_totals),
+            self._evidence(analysed, names, site_counts),
+            site_totals,
+            site.vocabulary,
+            model.alpha,
+            self._settings.users.fallback_strength,
+            model.distinct_min_messages or None,
+            token_kind if model.top_per_kind else None,
+        )
+        return self._multinomial(evidence, class_totals, 0, 0.0, None)
+
+    def _evidence(
+        self,
+        analysed: Analysed,
+        names: Mapping[int, str],
+        counts: Mapping[int, Mapping[str, TokenStats]],
+    ) -> list[nb.Evidence]:
+        """The message's tokens with their learned counts (messages under presence counting,
+        else occurrences); tokens without occurrences are left out."""
+        presence = self._settings.model.counting == "presence"
+        return [
             nb.Evidence(
                 names[tid],
                 1 if presence else analysed.tokens[names[tid]],
@@ -141,20 +208,30 @@ class Judge:
             for tid, per in counts.items()
             if any(s.occurrences > 0 for s in per.values())
         ]
-        class_totals = {
+
+    def _class_totals(self, totals: ModelTotals) -> dict[str, nb.ClassTotals]:
+        presence = self._settings.model.counting == "presence"
+        return {
             lb: nb.ClassTotals(
-                totals.labels[lb].messages,
-                totals.labels[lb].token_messages if presence else totals.labels[lb].occurrences,
+                totals.of(lb).messages,
+                totals.of(lb).token_messages if presence else totals.of(lb).occurrences,
             )
             for lb in LABELS
         }
+
+    def _multinomial(
+        self,
+        evidence: list[nb.Evidence],
+        class_totals: Mapping[str, nb.ClassTotals],
+        vocabulary: int,
+        alpha: float,
+        distinct: int | None,
+    ) -> nb.Scored:
+        model = self._settings.model
         top = model.top_tokens or None
         kind = token_kind if model.top_per_kind else None
         floor = model.length_floor if model.normalise_length else None
-        distinct = model.distinct_min_messages or None
-        return nb.multinomial(
-            evidence, class_totals, totals.vocabulary, model.alpha, top, kind, floor, distinct
-        )
+        return nb.multinomial(evidence, class_totals, vocabulary, alpha, top, kind, floor, distinct)
 
     def _classification(
         self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]

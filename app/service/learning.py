@@ -17,6 +17,7 @@ from app.domain.labels import Label, parse_label
 from app.errors import InvalidLabel, StorageConflict
 from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
+from app.service.scoping import Models
 from app.settings import Settings
 from app.storage.store import LearnedRecord, Store, Transaction
 
@@ -32,59 +33,78 @@ class Trainer:
         self._settings = settings
         self._judge = judge
 
-    def learn(self, analysed: Analysed, target: Label, scope: str) -> FeedbackResult:
+    def learn(self, analysed: Analysed, target: Label, models: Models) -> FeedbackResult:
         """Learn a message as ``target``: learned, relabelled (counts moved), unchanged, or
-        skipped (thick training: the model already gets it right by more than the margin)."""
-        bag = analysed.bag()
+        skipped (thick training: the model already gets it right by more than the margin).
+
+        For a user, the user's model learns it and, when ``users.train_site`` is set, so does
+        the site-wide model (judged on its own for thick training), in one transaction; the
+        outcome is the user's model's."""
 
         def work(tx: Transaction) -> Outcome:
-            record = _record(tx, scope, analysed)
-            if record is None:
-                if not self._worth_learning(tx, scope, analysed, target):
-                    return Outcome.SKIPPED
-                if tx.claim(scope, analysed.digest, target, bag):
-                    tx.add(scope, target, bag, vocabulary=True)
-                    return Outcome.LEARNED
-                # Another writer claimed the digest first: go on from what it learned.
-                record = tx.learned(scope, analysed.digest)
-                if record is None:
-                    return Outcome.UNCHANGED
-            if record.label == target:
-                return Outcome.UNCHANGED
-            # Rows are touched in one label order whatever the direction, so opposite relabels
-            # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
-            # and 52.7 s before, none and 10.2 s after).
-            if target < record.label:
-                tx.add(scope, target, record.bag, vocabulary=False)
-                tx.subtract(scope, record.label, record.bag, vocabulary=False)
-            else:
-                tx.subtract(scope, record.label, record.bag, vocabulary=False)
-                tx.add(scope, target, record.bag, vocabulary=False)
-            tx.relabel(scope, record.digest, target)
-            return Outcome.RELABELLED
+            outcome = self._learn_in(tx, models, analysed, target)
+            for site in self._site_models(models):
+                self._learn_in(tx, site, analysed, target)
+            return outcome
 
         return FeedbackResult(analysed.digest, target, self._write(work), analysed.form)
 
-    def forget(self, analysed: Analysed, scope: str) -> FeedbackResult:
-        """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
+    def forget(self, analysed: Analysed, models: Models) -> FeedbackResult:
+        """Remove a learned message's counts exactly; ``unknown`` if it was never learned.
+
+        For a user, the site-wide model forgets it too when ``users.train_site`` is set."""
 
         def work(tx: Transaction) -> Outcome:
-            record = _record(tx, scope, analysed)
-            if record is None:
-                return Outcome.UNKNOWN
-            tx.subtract(scope, record.label, record.bag, vocabulary=True)
-            tx.unclaim(scope, record.digest)
-            return Outcome.FORGOTTEN
+            outcome = _forget_in(tx, models.own, analysed)
+            for site in self._site_models(models):
+                _forget_in(tx, site.own, analysed)
+            return outcome
 
         return FeedbackResult(analysed.digest, None, self._write(work), analysed.form)
 
+    def _site_models(self, models: Models) -> list[Models]:
+        """The site-wide model, when feedback for a user trains it too."""
+        if models.site is None or not self._settings.users.train_site:
+            return []
+        return [Models(models.site)]
+
+    def _learn_in(
+        self, tx: Transaction, models: Models, analysed: Analysed, target: Label
+    ) -> Outcome:
+        scope = models.own
+        record = _record(tx, scope, analysed)
+        if record is None:
+            if not self._worth_learning(tx, models, analysed, target):
+                return Outcome.SKIPPED
+            bag = analysed.bag()
+            if tx.claim(scope, analysed.digest, target, bag):
+                tx.add(scope, target, bag, vocabulary=True)
+                return Outcome.LEARNED
+            # Another writer claimed the digest first: go on from what it learned.
+            record = tx.learned(scope, analysed.digest)
+            if record is None:
+                return Outcome.UNCHANGED
+        if record.label == target:
+            return Outcome.UNCHANGED
+        # Rows are touched in one label order whatever the direction, so opposite relabels
+        # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
+        # and 52.7 s before, none and 10.2 s after).
+        if target < record.label:
+            tx.add(scope, target, record.bag, vocabulary=False)
+            tx.subtract(scope, record.label, record.bag, vocabulary=False)
+        else:
+            tx.subtract(scope, record.label, record.bag, vocabulary=False)
+            tx.add(scope, target, record.bag, vocabulary=False)
+        tx.relabel(scope, record.digest, target)
+        return Outcome.RELABELLED
+
     def _worth_learning(
-        self, tx: Transaction, scope: str, analysed: Analysed, label: Label
+        self, tx: Transaction, models: Models, analysed: Analysed, label: Label
     ) -> bool:
         """Under thick training, whether a new message is wrong or close enough to learn."""
         if self._settings.training_mode == "everything":
             return True
-        scored, learned = self._judge.evaluate(tx, scope, analysed)
+        scored, learned = self._judge.evaluate(tx, models, analysed)
         log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
         margin, needed = self._settings.training_margin, self._judge.thresholds.min_messages
         return worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
@@ -99,6 +119,15 @@ class Trainer:
                     raise
                 time.sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _forget_in(tx: Transaction, scope: str, analysed: Analysed) -> Outcome:
+    record = _record(tx, scope, analysed)
+    if record is None:
+        return Outcome.UNKNOWN
+    tx.subtract(scope, record.label, record.bag, vocabulary=True)
+    tx.unclaim(scope, record.digest)
+    return Outcome.FORGOTTEN
 
 
 def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | None:

@@ -107,9 +107,10 @@ class LabelSummary:
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """What the model holds in one scope."""
+    """What the model holds in one scope (``user`` None: the site-wide model)."""
 
     labels: dict[str, LabelSummary]
     vocabulary: int
     database: str
     scope: str
+    user: str | None = None

@@ -207,21 +207,3 @@ def test_forget_never_drives_a_count_below_zero(service: SpamFilter, database_ur
     for row in as_dicts(snap, "token_count"):
         assert (row["spam_occurrences"], row["spam_messages"]) == (0, 0), row
     assert service.stats().labels["spam"].messages == 0
-
-
-def test_scopes_are_independent(service: SpamFilter, database_url: str) -> None:
-    messages = corpus(seed=12, size=10)
-    learn_all(service, messages)
-    before = snapshot(database_url)
-    raw, label = messages[0]
-
-    assert service.learn(raw, label, scope="alice").outcome == Outcome.LEARNED
-    assert service.stats("alice").labels[label].messages == 1
-    assert service.stats().labels[label].messages == sum(1 for _, lb in messages if lb == label)
-    assert service.forget(raw, scope="bob").outcome == Outcome.UNKNOWN
-    assert service.forget(raw, scope="alice").outcome == Outcome.FORGOTTEN
-    assert service.stats("alice").vocabulary == 0
-
-    after = snapshot(database_url)
-    for name in ("token_count", "learned_message"):
-        assert after[name] == before[name]

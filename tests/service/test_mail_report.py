@@ -56,7 +56,3 @@ def test_the_action_follows_the_mail_settings(
     assert action(spam_action="quarantine") == ("quarantine", "accept")
     assert action(spam_action="reject", reject_log_odds=7.0) == ("reject", "accept")
     assert action(spam_action="reject", reject_log_odds=1e6) == ("accept", "accept")
-
-
-def test_every_user_shares_the_configured_scope(service: SpamFilter) -> None:
-    assert service.scope_for("alice") == service.scope_for(None) == "global"

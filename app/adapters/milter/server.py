@@ -308,8 +308,7 @@ class MilterServer:
         return reply
 
     def _report(self, message: Message) -> MailReport:
-        scope = self._service.scope_for(message.recipient)
-        return self._service.mail_report(self._service.classify(message.raw, scope))
+        return self._service.mail_report(self._service.classify(message.raw, message.recipient))
 
 
 def _logged(command: Command) -> Command:

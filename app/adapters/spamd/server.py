@@ -21,8 +21,9 @@ anything, RecursionError and MemoryError included) becomes one spamd status line
 ``protocol.error_response``: 70 for a bug, 75 for what may pass), never a dropped connection;
 the connection's slot is released whatever happens.
 
-Nothing here decides anything about mail: verdicts, scores, scope and idempotency are the
-service's (``classify``, ``mail_report``, ``learn``, ``forget``, ``scope_for``).
+Nothing here decides anything about mail: verdicts, scores, models and idempotency are the
+service's (``classify``, ``mail_report``, ``learn``, ``forget``); the ``User:`` header is
+passed on as the user whose model judges.
 """
 
 from __future__ import annotations
@@ -292,10 +293,9 @@ class SpamdServer:
     def _answer(self, request: Request) -> Response:
         """The service's answer to a request."""
         head = request.head
-        scope = self._service.scope_for(head.user)
         if head.line.method is Method.TELL:
-            return self._tell(tell_action(head), request.body, scope)
-        result = self._service.classify(request.body, scope)
+            return self._tell(tell_action(head), request.body, head.user)
+        result = self._service.classify(request.body, head.user)
         report = self._service.mail_report(result)
         log.info(
             "spamd: %s %s score=%.1f/%.1f",
@@ -306,9 +306,9 @@ class SpamdServer:
         )
         return CheckResponse(head.line, check_result(result, report), request.body)
 
-    def _tell(self, action: TellAction, message: bytes, scope: str) -> TellResponse:
+    def _tell(self, action: TellAction, message: bytes, user: str | None) -> TellResponse:
         if action.learn is not None:
-            learned = self._service.learn(message, action.learn, scope)
+            learned = self._service.learn(message, action.learn, user)
             if learned.outcome is Outcome.SKIPPED:
                 # spamc can only say "already learned"; the log and our reply line say why
                 log.info(
@@ -320,7 +320,7 @@ class SpamdServer:
             log.info("spamd: TELL learn %s: %s", learned.label, learned.outcome)
             return TellResponse(did_set=("local",) if learned.outcome in _LEARNED else ())
         if action.forget:
-            forgotten = self._service.forget(message, scope)
+            forgotten = self._service.forget(message, user)
             log.info("spamd: TELL forget: %s", forgotten.outcome)
             done = forgotten.outcome is Outcome.FORGOTTEN
             return TellResponse(did_remove=("local",) if done else ())

@@ -14,6 +14,7 @@ import pytest
 
 from app.domain.rewrite import add_headers
 from app.domain.spam_headers import clue_symbol
+from app.service.scoping import Models
 from tests.adapters.spamd.conftest import Spamc, Spamd, SpamdFactory
 from tests.builders import ham_message, make_message, spam_message
 
@@ -127,18 +128,18 @@ def test_ping(make_spamd: SpamdFactory, spamc: Spamc) -> None:
     assert (result.returncode, result.stdout) == (0, b"SPAMD/1.5 0\n")
 
 
-def test_user_is_passed_to_scope_for(
+def test_user_is_passed_to_the_service(
     make_spamd: SpamdFactory, spamc: Spamc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spamd = make_spamd(trained=False)
     users: list[str | None] = []
-    scope_for = spamd.service.scope_for
+    models = spamd.service.models
 
-    def spy(user: str | None) -> str:
+    def spy(user: str | None) -> Models:
         users.append(user)
-        return scope_for(user)
+        return models(user)
 
-    monkeypatch.setattr(spamd.service, "scope_for", spy)
+    monkeypatch.setattr(spamd.service, "models", spy)
     spamc(spamd.port, "-u", "alice", "-c", message=fresh(8)[0])
     assert users == ["alice"]
 
