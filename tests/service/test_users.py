@@ -1,0 +1,140 @@
+"""Per-user models on a real database: the fallback blend, training, forgetting, refusals."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from app.domain.decision import Verdict
+from app.errors import InvalidUser
+from app.service import Outcome, SpamFilter
+from app.settings import Settings
+from tests.builders import ham_message, spam_message
+from tests.service.test_learn_forget import corpus, learn_all
+from tests.storage.snapshot import assert_consistent, snapshot
+
+MakeService = Callable[..., SpamFilter]
+MakeSettings = Callable[..., Settings]
+
+
+def probes(seed: int, count: int = 6) -> list[bytes]:
+    rng = random.Random(seed)
+    return [
+        (spam_message if serial % 2 else ham_message)(rng, 5000 + serial) for serial in range(count)
+    ]
+
+
+def test_a_new_user_is_judged_as_the_site_wide_model(service: SpamFilter) -> None:
+    learn_all(service, corpus(seed=21, size=40))
+    for raw in probes(22):
+        site, user = service.classify(raw), service.classify(raw, user="newcomer@example.org")
+        assert user.verdict == site.verdict
+        assert user.log_odds == pytest.approx(site.log_odds, rel=1e-9, abs=1e-9)
+        assert [c.token for c in user.clues] == [c.token for c in site.clues]
+    assert service.stats(user="newcomer@example.org").vocabulary == 0
+
+
+def test_feedback_for_a_user_trains_theirs_and_the_site_wide_model(
+    service: SpamFilter, database_url: str
+) -> None:
+    messages = corpus(seed=23, size=12)
+    outcomes = [service.learn(raw, label, user="Alice@Example.org") for raw, label in messages]
+    assert {o.outcome for o in outcomes} == {Outcome.LEARNED}
+    alice, site = service.stats(user="alice@example.org"), service.stats()
+    assert alice.user == "alice@example.org" and site.user is None
+    assert alice.scope == "global/user:alice@example.org"
+    assert alice.labels == site.labels and alice.vocabulary == site.vocabulary > 0
+
+    raw, label = messages[0]
+    assert service.learn(raw, label, user="alice@example.org").outcome is Outcome.UNCHANGED
+    assert service.forget(raw, user="ALICE@example.org").outcome is Outcome.FORGOTTEN
+    assert service.forget(raw).outcome is Outcome.UNKNOWN  # gone from the site-wide model too
+    assert service.stats(user="alice@example.org").labels[label].messages == sum(
+        1 for _, lb in messages[1:] if lb == label
+    )
+    assert_consistent(database_url)
+
+
+def test_without_site_training_a_users_feedback_stays_theirs(
+    make_settings: MakeSettings, make_service: MakeService, database_url: str
+) -> None:
+    service = make_service(make_settings(users={"train_site": False}))
+    learn_all(service, corpus(seed=24, size=10))
+    before = snapshot(database_url)
+    raw, label = corpus(seed=25, size=1, first_serial=900)[0]
+    assert service.learn(raw, label, user="bob").outcome is Outcome.LEARNED
+    assert service.stats(user="bob").labels[label].messages == 1
+    assert service.forget(raw, user="carol").outcome is Outcome.UNKNOWN
+    assert service.forget(raw, user="bob").outcome is Outcome.FORGOTTEN
+    after = snapshot(database_url)
+    for table in ("token_count", "learned_message"):
+        assert after[table] == before[table], table
+    # bob's scope and total rows stay (made by his first learn), at zero
+    assert all(s.messages == s.tokens == 0 for s in service.stats(user="bob").labels.values())
+
+
+def test_a_users_own_mail_outweighs_the_site_wide_model(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    """The site learns one set of words as spam; this user receives them as ham."""
+    service = make_service(make_settings(users={"train_site": False, "fallback_strength": 5}))
+    rng = random.Random(26)
+    site = [(spam_message(rng, n), "spam") for n in range(30)]
+    site += [(ham_message(rng, 100 + n), "ham") for n in range(30)]
+    learn_all(service, site)
+    # For dave, the spammy words are wanted mail: he learns 60 of them as ham.
+    for n in range(60):
+        service.learn(spam_message(rng, 200 + n), "ham", user="dave")
+    for n in range(30):
+        service.learn(ham_message(rng, 300 + n), "spam", user="dave")
+    probe = spam_message(rng, 999)
+    assert service.classify(probe).verdict is Verdict.SPAM
+    assert service.classify(probe, user="dave").log_odds < 0
+    assert service.classify(probe, user="erin").verdict is Verdict.SPAM
+
+
+def test_separate_models_when_the_fallback_has_no_weight(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    service = make_service(make_settings(users={"fallback_strength": 0}))
+    learn_all(service, corpus(seed=27, size=40))
+    result = service.classify(probes(28)[1], user="frank")
+    assert result.verdict is Verdict.UNSURE and result.log_odds == 0.0
+
+
+@pytest.mark.parametrize("name", ["a b", "x/y", "nul\x00", "z" * 151])
+def test_names_that_cannot_name_a_model_are_refused(service: SpamFilter, name: str) -> None:
+    raw = probes(29, 1)[0]
+    for call in (
+        lambda: service.classify(raw, user=name),
+        lambda: service.learn(raw, "ham", user=name),
+        lambda: service.forget(raw, user=name),
+        lambda: service.stats(user=name),
+    ):
+        with pytest.raises(InvalidUser):
+            call()
+
+
+@pytest.mark.parametrize("blank", [None, "", "  ", "<>"])
+def test_no_user_is_the_site_wide_model(service: SpamFilter, blank: str | None) -> None:
+    raw, label = corpus(seed=30, size=1)[0]
+    assert service.learn(raw, label, user=blank).outcome is Outcome.LEARNED
+    assert service.stats().labels[label].messages == 1
+    assert service.stats(user=blank).scope == "global"
+
+
+def test_thick_training_judges_a_user_with_the_blend(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    """Under thick training, a user's learn is skipped when the blend already gets it right
+    by the margin, while the site-wide model judges its own copy on its own."""
+    service = make_service(make_settings(training_mode="thick", training_margin=5.0))
+    learn_all(service, corpus(seed=31, size=60))
+    raw, label = corpus(seed=32, size=1, first_serial=777)[0]
+    site_before = service.stats().labels[label].messages
+    outcome = service.learn(raw, label, user="gina").outcome
+    site_after = service.stats().labels[label].messages
+    assert outcome is Outcome.SKIPPED
+    assert site_after == site_before  # the site-wide model is as sure, so it skips too
