@@ -11,6 +11,7 @@ output formats in ``app.evaluation.report``, ``seeds`` and ``compare``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import tempfile
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from click.core import ParameterSource
 
 from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
-from app.evaluation import compare, report, runner, seeds, session
+from app.evaluation import compare, per_user, report, runner, seeds, session
 from app.evaluation.corpus import ORDERS, CorpusError, CorpusItem
 from app.evaluation.resultfile import ResultFileError, dumps
 from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn
@@ -71,6 +72,7 @@ class _Options:
     compare: tuple[Path, Path] | None
     resamples: int
     bootstrap_seed: int
+    per_user: bool
     quiet: bool
 
 
@@ -125,6 +127,12 @@ class _Options:
 @click.option(
     "--bootstrap-seed", type=int, default=1, show_default=True, help="With --compare: RNG seed."
 )
+@click.option(
+    "--per-user",
+    is_flag=True,
+    help="Compare one site-wide model, separate models per user and users with the "
+    "site-wide fallback; each first folder under the corpus is one user's mail.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 @pass_state
 def evaluate(state: CliState, /, **options: Any) -> None:
@@ -143,7 +151,9 @@ def evaluate(state: CliState, /, **options: Any) -> None:
         _compare(opts)
         return
     plan = _plan(state.settings, opts)
-    if opts.seeds:
+    if opts.per_user:
+        _run_per_user(plan, opts)
+    elif opts.seeds:
         _run_seeds(state, plan, opts)
     else:
         _run_one(state, plan, opts)
@@ -170,6 +180,11 @@ def _check_combination(ctx: click.Context, opts: _Options) -> None:
         raise fail("--jobs goes with --seeds", EXIT_USAGE)
     if opts.seeds is not None:
         _check_seeds(ctx, opts, given)
+    if opts.per_user:
+        single = sorted(given & {"protocol", "folds", "scores", "roc_plot", "database_url"})
+        if single or opts.seeds is not None:
+            names = _flags(ctx, single) if single else "--seeds"
+            raise fail(f"--per-user runs online on temporary databases; drop {names}", EXIT_USAGE)
 
 
 def _check_seeds(ctx: click.Context, opts: _Options, given: set[str]) -> None:
@@ -243,6 +258,29 @@ def _run_seeds(state: CliState, plan: Plan, opts: _Options) -> None:
         runs = session.run_seeds(plan, opts.seeds, opts.jobs, _progress(bar))
     doc = seeds.document(runs, min(opts.jobs, len(opts.seeds)))
     click.echo(dumps(doc) if opts.as_json else seeds.table(doc))
+    if opts.out is not None:
+        opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
+
+
+def _run_per_user(plan: Plan, opts: _Options) -> None:
+    seed = DEFAULT_SEED if opts.seed is None else opts.seed
+    items = _load(dataclasses.replace(plan, limit=None), seed)
+    corpus = plan.corpus.resolve().name
+    with tempfile.TemporaryDirectory(prefix="spamfilter-eval-") as workdir:
+
+        def models(arm: str, settings: Settings) -> ModelFactory:
+            return runner.temporary_sqlite(settings, Path(workdir) / arm)
+
+        total = len(items) if plan.limit is None else min(plan.limit, len(items))
+        with progress_bar(total * len(per_user.ARMS), "per-user", wanted(opts.quiet)) as bar:
+            try:
+                arms = per_user.run_arms(
+                    items, plan.corpus, plan.settings, models, _progress(bar), plan.limit
+                )
+            except ValueError as error:
+                raise fail(f"corpus: {error}", EXIT_USAGE) from error
+    doc = per_user.document(arms, corpus)
+    click.echo(dumps(doc) if opts.as_json else per_user.table(arms, corpus))
     if opts.out is not None:
         opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
 

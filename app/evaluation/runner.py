@@ -68,6 +68,15 @@ def _size_unknown() -> int | None:
     return None
 
 
+UserOf = Callable[[CorpusItem], str | None]
+"""Whose mail a corpus item is: the user whose model judges and learns it (None: site-wide)."""
+
+
+def no_user(_item: CorpusItem) -> str | None:
+    """Every message for the site-wide model."""
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Model:
     """A fresh, empty service to evaluate, and its on-disk size in bytes once done."""
@@ -165,35 +174,40 @@ def evaluate(
 
 
 def run_online(
-    items: Sequence[CorpusItem], models: ModelFactory, progress: ProgressFn = no_progress
+    items: Sequence[CorpusItem],
+    models: ModelFactory,
+    progress: ProgressFn = no_progress,
+    user_of: UserOf = no_user,
 ) -> RunResult:
-    """TREC immediate feedback: classify each message, then learn its gold label."""
+    """TREC immediate feedback: classify each message, then learn its gold label, both for
+    the user ``user_of`` names (None: the site-wide model)."""
     clock = _Clock()
     started = time.perf_counter()
     with models(ONLINE) as model:
         for position, item in enumerate(items):
-            clock.rows.append(_classify_then_learn(model.service, position, item, clock))
+            row = _classify_then_learn(model.service, position, item, clock, user_of(item))
+            clock.rows.append(row)
             progress(position + 1, len(items), ONLINE)
         db_bytes = model.db_bytes()
     return _result(ONLINE, None, clock, db_bytes, time.perf_counter() - started)
 
 
 def _classify_then_learn(
-    service: SpamFilter, position: int, item: CorpusItem, clock: _Clock
+    service: SpamFilter, position: int, item: CorpusItem, clock: _Clock, user: str | None
 ) -> Row:
     """One online step: read, tokenise and classify (classify time), then learn (learn time)."""
     t0 = time.perf_counter()
     clock.n_classified += 1
     try:
         analysed = service.analyse(item.path.read_bytes())
-        result = service.classify(analysed)
+        result = service.classify(analysed, user)
     except (OSError, InvalidMessage, MessageTooLarge) as error:
         elapsed = time.perf_counter() - t0
         clock.classify_s += elapsed
         clock.failures += 1
         return _failed(position, item, elapsed, error)
     t1 = time.perf_counter()
-    feedback = service.learn(analysed, item.label)
+    feedback = service.learn(analysed, item.label, user)
     t2 = time.perf_counter()
     clock.classify_s += t1 - t0
     clock.learn_s += t2 - t1

@@ -115,12 +115,12 @@ class _Recording:
         self.calls.append(("analyse", analysed))
         return analysed
 
-    def classify(self, message: Analysed) -> _Classified:
+    def classify(self, message: Analysed, user: str | None = None) -> _Classified:
         self.calls.append(("classify", message))
         spam = "spam" in message.digest
         return _Classified(Verdict.SPAM if spam else Verdict.HAM, 3.0 if spam else -3.0)
 
-    def learn(self, message: Analysed, label: str) -> FeedbackResult:
+    def learn(self, message: Analysed, label: str, user: str | None = None) -> FeedbackResult:
         self.calls.append(("learn", (message, label)))
         # Any outcome counts by its string value, including ones the runner does not know.
         outcome = _Outcome.SKIPPED if "spam" in message.digest else _Outcome.LEARNED

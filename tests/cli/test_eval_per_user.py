@@ -1,0 +1,86 @@
+"""eval --per-user: the interleaved stream, the three arms, and the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.evaluation.corpus import CorpusItem, load_corpus
+from app.evaluation.per_user import ARMS, arm_settings, interleave, users_by_item
+from app.settings import Settings
+from tests.cli.conftest import Run
+from tests.cli.mailfiles import messages
+
+
+def two_users(root: Path, sizes: tuple[int, int] = (12, 8)) -> Path:
+    """An index corpus with a folder per user; the users' ham differs, their spam does not."""
+    lines = []
+    for user, size in zip(("ann", "ben"), sizes, strict=True):
+        (root / user).mkdir(parents=True)
+        ham = messages("ham", size // 2, seed=len(user) + ord(user[0]))
+        spam = messages("spam", size - size // 2, seed=3)
+        for number, raw in enumerate(ham + spam):
+            label = "ham" if number < len(ham) else "spam"
+            (root / user / f"{label}{number}").write_bytes(raw)
+            lines.append(f"{label} {user}/{label}{number}")
+    (root / "index").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_streams_keep_their_order_and_are_spread_evenly(tmp_path: Path) -> None:
+    root = two_users(tmp_path / "c", sizes=(9, 3))
+    items = load_corpus(root, order="index")
+    users = users_by_item(items, root)
+    stream = interleave(items, users)
+    assert sorted(stream, key=items.index) == items
+    for user in ("ann", "ben"):
+        own = [item for item in items if users[item.path] == user]
+        assert [item for item in stream if users[item.path] == user] == own
+    # ben's 3 messages fall in each third of the stream, not all at its end
+    positions = [n for n, item in enumerate(stream) if users[item.path] == "ben"]
+    assert [p * 3 // len(stream) for p in positions] == [0, 1, 2]
+
+
+def test_a_corpus_without_a_folder_per_user_is_refused(tmp_path: Path) -> None:
+    item = CorpusItem("ham", tmp_path / "m1")
+    with pytest.raises(ValueError, match="folder per user"):
+        users_by_item([item], tmp_path)
+    (tmp_path / "one").mkdir()
+    with pytest.raises(ValueError, match="two users"):
+        users_by_item([CorpusItem("ham", tmp_path / "one" / "m1")], tmp_path)
+
+
+def test_separate_models_share_nothing() -> None:
+    settings = Settings(_env_file=None)
+    separate = arm_settings(settings, "separate").users
+    assert (separate.fallback_strength, separate.train_site) == (0.0, False)
+    assert arm_settings(settings, "fallback") is settings
+
+
+def test_the_command_compares_the_arms_per_user(run_sqlite: Run, tmp_path: Path) -> None:
+    root = two_users(tmp_path / "corpus", sizes=(24, 16))
+    result = run_sqlite("eval", "--corpus", str(root), "--per-user", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert list(doc["arms"]) == list(ARMS)
+    for arm in doc["arms"].values():
+        assert arm["metrics"]["n"] == 40
+        assert {user: m["n"] for user, m in arm["per_user"].items()} == {"ann": 24, "ben": 16}
+    assert doc["arms"]["separate"]["users_settings"]["fallback_strength"] == 0.0
+    table = run_sqlite("eval", "--corpus", str(root), "--per-user", "--limit", "10")
+    assert table.exit_code == 0, table.output
+    assert "separate ben" in table.output and "fallback ann" in table.output
+
+
+@pytest.mark.parametrize(
+    "extra", [["--protocol", "cv"], ["--seeds", "1-2"], ["--database-url", "sqlite://"]]
+)
+def test_per_user_refuses_what_does_not_apply(
+    run_sqlite: Run, tmp_path: Path, extra: list[str]
+) -> None:
+    root = two_users(tmp_path / "corpus")
+    result = run_sqlite("eval", "--corpus", str(root), "--per-user", *extra)
+    assert result.exit_code == 2, result.output
+    assert "--per-user" in result.output
