@@ -2,20 +2,60 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.service import SpamFilter
+from app.service.events import Observer
 from app.settings import Settings
 from app.storage.engine import make_engine
 from app.storage.store import Store
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
-def build_service(settings: Settings, migrate: bool = True) -> SpamFilter:
-    """A ready service; with ``migrate`` the database is created or upgraded first."""
+
+DAEMONS = frozenset({"http", "spamd", "milter"})
+
+
+def build_service(
+    settings: Settings,
+    migrate: bool = True,
+    adapter: str = "cli",
+    registry: CollectorRegistry | None = None,
+) -> SpamFilter:
+    """A ready service for the entry point ``adapter``; with ``migrate`` the database is
+    created or upgraded first. Its calls go to the verdict log (``log.verdicts``) and, given
+    a Prometheus ``registry``, to the service metrics in it."""
     engine = make_engine(settings.database_url)
     if migrate:
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
 
         upgrade(engine)
-    return SpamFilter(Store(engine), settings)
+    return SpamFilter(Store(engine), settings, observers(settings, adapter, registry), adapter)
+
+
+def observers(
+    settings: Settings, adapter: str, registry: CollectorRegistry | None = None
+) -> list[Observer]:
+    """The observers of a service built for ``adapter`` (see ``app.telemetry``)."""
+    chosen: list[Observer] = []
+    target = verdict_log_target(settings.log.verdicts, adapter)
+    if target is not None:
+        from app.telemetry.journal import open_journal
+
+        chosen.append(open_journal(target))
+    if registry is not None:
+        from app.telemetry.collectors import ServiceMetrics
+
+        chosen.append(ServiceMetrics(registry))
+    return chosen
+
+
+def verdict_log_target(setting: str, adapter: str) -> str | None:
+    """Where the verdict log goes: ``stderr``, a file path, or None (off)."""
+    if setting == "auto":
+        return "stderr" if adapter in DAEMONS else None
+    return None if setting == "off" else setting
 
 
 def migrate_database(settings: Settings) -> str:

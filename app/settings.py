@@ -212,6 +212,18 @@ class MilterSettings(BaseModel):
     )
 
 
+class LogSettings(BaseModel):
+    """What the service writes about the mail it judges."""
+
+    verdicts: str = Field(
+        "auto",
+        min_length=1,
+        description="the verdict log, one JSON line per classify, learn and forget: auto "
+        "(standard error in serve, spamd and milter; off in one-shot commands), off, stderr, "
+        "or a file path",
+    )
+
+
 class UserSettings(BaseModel):
     """Per-user models: how a user's counts and the site-wide ones are combined."""
 
@@ -263,6 +275,7 @@ class Settings(BaseSettings):
     mail: MailSettings = MailSettings()
     milter: MilterSettings = MilterSettings()
     users: UserSettings = UserSettings()
+    log: LogSettings = LogSettings()
 
     @field_validator("api_tokens", mode="before")
     @classmethod

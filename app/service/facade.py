@@ -7,7 +7,10 @@ database transaction, opened and committed by the use case; adapters never see a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.domain.labels import LABELS
+from app.service.events import Observer
 from app.service.judging import Judge
 from app.service.learning import Trainer, feedback_label
 from app.service.results import (
@@ -20,18 +23,30 @@ from app.service.results import (
     Stats,
 )
 from app.service.scoping import Models, models_for
+from app.service.watching import Watcher
 from app.settings import Settings
 from app.storage.store import Store
 
 
 class SpamFilter:
-    """The service: a store plus the settings that shape tokens, scores and verdicts."""
+    """The service: a store plus the settings that shape tokens, scores and verdicts.
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    ``adapter`` names the entry point that built it (http, spamd, milter, pipe, cli); every
+    classify, learn and forget is reported to ``observers`` under that name (``events``).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        observers: Sequence[Observer] = (),
+        adapter: str = "cli",
+    ) -> None:
         self._store = store
         self._settings = settings
         self._judge = Judge(store, settings)
         self._trainer = Trainer(store, settings, self._judge)
+        self._watch = Watcher(observers, adapter)
 
     @property
     def database(self) -> str:
@@ -62,9 +77,14 @@ class SpamFilter:
     ) -> Classification:
         """Score a message against the learned counts (read-only): the site-wide model's, or
         ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``)."""
-        models = self.models(user)
-        analysed = message if isinstance(message, Analysed) else self.analyse(message, form=form)
-        return self._judge.classify(analysed, models)
+        with self._watch.call("classify", user) as watch:
+            models = self.models(user)
+            analysed = watch.read(
+                message if isinstance(message, Analysed) else self.analyse(message, form=form)
+            )
+            result = self._judge.classify(analysed, models)
+            watch.answer(result.verdict.value, log_odds=result.log_odds)
+        return result
 
     def learn(
         self,
@@ -76,18 +96,24 @@ class SpamFilter:
         """Learn a message as ``label``: learned, relabelled (counts moved), unchanged, or
         skipped (thick training: the model already gets it right by more than the margin).
         For a ``user``, their model learns it, and the site-wide one by ``users.train_site``."""
-        target = feedback_label(label)
-        models = self.models(user)
-        analysed = self._feedback_analysis(message, form)
-        return self._trainer.learn(analysed, target, models)
+        with self._watch.call("learn", user) as watch:
+            target = feedback_label(label)
+            models = self.models(user)
+            analysed = watch.read(self._feedback_analysis(message, form))
+            result = self._trainer.learn(analysed, target, models)
+            watch.answer(result.outcome.value, label=target.value)
+        return result
 
     def forget(
         self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
     ) -> FeedbackResult:
         """Remove a learned message's counts exactly; ``unknown`` if it was never learned."""
-        models = self.models(user)
-        analysed = self._feedback_analysis(message, form)
-        return self._trainer.forget(analysed, models)
+        with self._watch.call("forget", user) as watch:
+            models = self.models(user)
+            analysed = watch.read(self._feedback_analysis(message, form))
+            result = self._trainer.forget(analysed, models)
+            watch.answer(result.outcome.value)
+        return result
 
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""

@@ -14,7 +14,7 @@ from app.domain import fallback
 from app.domain import naive_bayes as nb
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label
-from app.domain.message import MimeLimits, NotAMessage, parse, parse_text
+from app.domain.message import MimeLimits, NotAMessage, header_field, parse, parse_text
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -29,6 +29,13 @@ from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
 from app.settings import Settings
 from app.storage.store import ModelTotals, Store, TokenStats, Transaction
+
+# A Message-ID is kept for logs only: at most this many characters, printable ASCII.
+_MESSAGE_ID_LIMIT = 250
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text if " " < c < "\x7f")
 
 
 class Judge:
@@ -75,7 +82,15 @@ class Judge:
             except NotAMessage as text_error:
                 raise InvalidMessage(str(text_error)) from text_error
         tokens = tokenize(parsed, self._options)
-        return Analysed(parsed.digest, tokens, parsed.truncated, parsed.legacy_digest, read_as)
+        message_id = header_field(parsed.message, "Message-ID", _MESSAGE_ID_LIMIT)[0].strip()
+        return Analysed(
+            parsed.digest,
+            tokens,
+            parsed.truncated,
+            parsed.legacy_digest,
+            read_as,
+            _printable(message_id) or None,
+        )
 
     def classify(self, analysed: Analysed, models: Models) -> Classification:
         """Score ``analysed`` against the learned counts of ``models`` (read-only)."""

@@ -42,6 +42,7 @@ class Analysed:
     truncated: bool
     legacy_digest: str | None = None
     form: str = "rfc822"
+    message_id: str | None = None
     ids: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

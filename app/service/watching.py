@@ -1,0 +1,89 @@
+"""Timing each public call and telling the observers how it ended (see ``events``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from app.domain.users import InvalidUserName, normalise_user
+from app.errors import SpamFilterError
+from app.service.events import Event, Observer, notify
+from app.service.results import Analysed
+
+
+class Watch:
+    """One call being watched: what it read, and how it answered."""
+
+    def __init__(self) -> None:
+        self.analysed: Analysed | None = None
+        self.outcome: str | None = None
+        self.details: dict[str, Any] = {}
+
+    def read(self, analysed: Analysed) -> Analysed:
+        """Note the message the call is about (its digest and Message-ID); returns it."""
+        self.analysed = analysed
+        return analysed
+
+    def answer(self, outcome: str, **details: Any) -> None:
+        """Note the call's answer: a verdict or an outcome, and what else the event carries."""
+        self.outcome = outcome
+        self.details = details
+
+
+class Watcher:
+    """Makes one event per watched call and gives it to the observers (none: no cost)."""
+
+    def __init__(self, observers: Sequence[Observer], adapter: str) -> None:
+        self._observers = tuple(observers)
+        self._adapter = adapter
+
+    @contextmanager
+    def call(self, name: str, user: str | None) -> Iterator[Watch]:
+        """Watch one call named ``name``; an exception is reported as ``error`` and re-raised."""
+        watch = Watch()
+        if not self._observers:
+            yield watch
+            return
+        started = time.perf_counter()
+        try:
+            yield watch
+        except BaseException as error:
+            code = error.code if isinstance(error, SpamFilterError) else type(error).__name__
+            self._emit(name, user, watch, "error", started, error=code)
+            raise
+        self._emit(name, user, watch, watch.outcome or "unknown", started, **watch.details)
+
+    def _emit(
+        self,
+        name: str,
+        user: str | None,
+        watch: Watch,
+        outcome: str,
+        started: float,
+        **details: Any,
+    ) -> None:
+        analysed = watch.analysed
+        event = Event(
+            time=datetime.now(UTC),
+            call=name,
+            adapter=self._adapter,
+            user=_shown_user(user),
+            outcome=outcome,
+            seconds=time.perf_counter() - started,
+            message_id=analysed.message_id if analysed else None,
+            digest=analysed.digest if analysed else None,
+            form=analysed.form if analysed else None,
+            **details,
+        )
+        notify(self._observers, event)
+
+
+def _shown_user(user: str | None) -> str | None:
+    """The user as the models name it; a name that cannot name one is not repeated."""
+    try:
+        return normalise_user(user)
+    except InvalidUserName:
+        return "(invalid)"

@@ -1,0 +1,1 @@
+"""What the service's events become: the verdict log and Prometheus metrics (``observers``)."""
