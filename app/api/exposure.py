@@ -53,6 +53,8 @@ def hide_token(token: str) -> str:
 
 
 def hide_field_values(result: Classification) -> Classification:
-    """``result`` with every clue's token passed through ``hide_token`` (weights kept)."""
+    """``result`` with every clue's token passed through ``hide_token`` (weights kept, and
+    the clues' learned counts under the hidden names)."""
     clues = [Clue(hide_token(clue.token), clue.weight) for clue in result.clues]
-    return dataclasses.replace(result, clues=clues)
+    counts = {hide_token(token): per for token, per in result.clue_counts.items()}
+    return dataclasses.replace(result, clues=clues, clue_counts=counts)

@@ -8,7 +8,8 @@ learner's write transaction for thick training (``evaluate``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from app.domain import fallback
 from app.domain import naive_bayes as nb
@@ -29,6 +30,34 @@ from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
 from app.settings import Settings
 from app.storage.store import ModelTotals, Store, TokenStats, Transaction
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A message scored against a model: the scores (None before every label has learned a
+    message), learned messages per label, and the learned counts of its tokens, one map per
+    model that judged (a user's, then the site-wide one)."""
+
+    scored: nb.Scored | None
+    learned: dict[str, int]
+    names: Mapping[int, str] = field(default_factory=dict)
+    counts: tuple[Mapping[int, Mapping[str, TokenStats]], ...] = ()
+
+    def counts_of(self, tokens: Iterable[str]) -> dict[str, dict[str, int]]:
+        """Per token, the learned messages holding it in each label, over the models that
+        judged."""
+        ids = {name: tid for tid, name in self.names.items()}
+        shown: dict[str, dict[str, int]] = {}
+        for token in tokens:
+            per = dict.fromkeys(LABELS, 0)
+            tid = ids.get(token)
+            for counts in self.counts:
+                found = counts.get(tid, {}) if tid is not None else {}
+                for label, stats in found.items():
+                    per[label] = per.get(label, 0) + stats.messages
+            shown[token] = per
+        return shown
+
 
 # A Message-ID is kept for logs only: at most this many characters, printable ASCII.
 _MESSAGE_ID_LIMIT = 250
@@ -95,15 +124,14 @@ class Judge:
     def classify(self, analysed: Analysed, models: Models) -> Classification:
         """Score ``analysed`` against the learned counts of ``models`` (read-only)."""
         with self._store.transaction(write=False) as tx:
-            scored, learned = self.evaluate(tx, models, analysed)
-        return self._classification(analysed, scored, learned)
+            judged = self.evaluate(tx, models, analysed)
+        return self._classification(analysed, judged)
 
-    def evaluate(
-        self, tx: Transaction, models: Models, analysed: Analysed
-    ) -> tuple[nb.Scored | None, dict[str, int]]:
-        """The model's scores for ``analysed`` (None until every label has a message), and
-        the learned messages per label (a user's and the site-wide ones together, when a
-        user's model falls back on the site-wide one)."""
+    def evaluate(self, tx: Transaction, models: Models, analysed: Analysed) -> Evaluation:
+        """The model's scores for ``analysed`` (None until every label has a message), the
+        learned messages per label and the learned counts of the message's tokens (a user's
+        and the site-wide ones together, when a user's model falls back on the site-wide
+        one)."""
         totals = tx.totals(models.own)
         site = self._fallback_totals(tx, models)
         learned = {
@@ -111,17 +139,19 @@ class Judge:
             for label in LABELS
         }
         if not all(learned.values()):
-            return None, learned
+            return Evaluation(None, learned)
         names = analysed.names()
         ids = list(names)
         own = tx.counts(models.own, ids)
         if site is not None and models.site is not None:
-            scored = self._blended(tx, models.site, analysed, names, (own, totals), site)
+            site_counts = tx.counts(models.site, ids)
+            scored = self._blended(analysed, names, (own, totals), (site_counts, site))
             if scored is not None:
-                return scored, learned
+                return Evaluation(scored, learned, names, (own, site_counts))
         if not all(totals.of(label).messages for label in LABELS):
-            return None, learned
-        return self._score(tx, models.own, analysed, names, own, totals), learned
+            return Evaluation(None, learned)
+        scored = self._score(tx, models.own, analysed, names, own, totals)
+        return Evaluation(scored, learned, names, (own,))
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
         """The site-wide totals a user's model falls back on; None without a fallback."""
@@ -176,28 +206,26 @@ class Judge:
 
     def _blended(
         self,
-        tx: Transaction,
-        site_scope: str,
         analysed: Analysed,
         names: Mapping[int, str],
         own: tuple[Mapping[int, Mapping[str, TokenStats]], ModelTotals],
-        site: ModelTotals,
+        site: tuple[Mapping[int, Mapping[str, TokenStats]], ModelTotals],
     ) -> nb.Scored | None:
         """A user's multinomial score with the site-wide model as prior (``fallback``); None
         where there is no prior to blend (a Bernoulli model, a site-wide label without
         tokens)."""
         model = self._settings.model
-        site_totals = self._class_totals(site)
+        site_counts, site_model = site
+        site_totals = self._class_totals(site_model)
         if model.kind == "bernoulli" or not all(t.tokens > 0 for t in site_totals.values()):
             return None
         own_counts, own_totals = own
-        site_counts = tx.counts(site_scope, list(names))
         evidence, class_totals = fallback.blend(
             self._evidence(analysed, names, own_counts),
             self._class_totals(own_totals),
             self._evidence(analysed, names, site_counts),
             site_totals,
-            site.vocabulary,
+            site_model.vocabulary,
             model.alpha,
             self._settings.users.fallback_strength,
             model.distinct_min_messages or None,
@@ -248,9 +276,8 @@ class Judge:
         floor = model.length_floor if model.normalise_length else None
         return nb.multinomial(evidence, class_totals, vocabulary, alpha, top, kind, floor, distinct)
 
-    def _classification(
-        self, analysed: Analysed, scored: nb.Scored | None, learned: dict[str, int]
-    ) -> Classification:
+    def _classification(self, analysed: Analysed, judged: Evaluation) -> Classification:
+        scored, learned = judged.scored, judged.learned
         if scored is None:
             uniform = -math.log(len(LABELS))
             posteriors = {label: uniform for label in LABELS}
@@ -267,6 +294,7 @@ class Judge:
             log_odds=log_odds,
             log_posteriors=posteriors,
             clues=found,
+            clue_counts=judged.counts_of(clue.token for clue in found),
             digest=analysed.digest,
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,

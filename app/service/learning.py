@@ -104,7 +104,8 @@ class Trainer:
         """Under thick training, whether a new message is wrong or close enough to learn."""
         if self._settings.training_mode == "everything":
             return True
-        scored, learned = self._judge.evaluate(tx, models, analysed)
+        judged = self._judge.evaluate(tx, models, analysed)
+        scored, learned = judged.scored, judged.learned
         log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
         margin, needed = self._settings.training_margin, self._judge.thresholds.min_messages
         return worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)

@@ -75,6 +75,8 @@ class Classification:
     tokens: int
     truncated: bool
     form: str = "rfc822"
+    # Per clue token: learned messages holding it in each label (see Judge.evaluate).
+    clue_counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,3 +138,22 @@ def test_thick_training_judges_a_user_with_the_blend(
     site_after = service.stats().labels[label].messages
     assert outcome is Outcome.SKIPPED
     assert site_after == site_before  # the site-wide model is as sure, so it skips too
+
+
+def test_clues_carry_their_learned_counts_over_the_models_that_judged(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    service = make_service(make_settings(users={"train_site": False}))
+    rng = random.Random(33)
+    learn_all(service, [(spam_message(rng, n), "spam") for n in range(6)])
+    learn_all(service, [(ham_message(rng, 50 + n), "ham") for n in range(6)])
+    mine = spam_message(rng, 99)
+    service.learn(mine, "spam", user="hal")
+    site, user = service.classify(mine), service.classify(mine, user="hal")
+    assert set(site.clue_counts) == {clue.token for clue in site.clues}
+    assert set(user.clue_counts) == {clue.token for clue in user.clues}
+    shared = set(site.clue_counts) & set(user.clue_counts)
+    assert shared
+    for token in shared:  # every token of the message is in hal's model once, as spam
+        per = site.clue_counts[token]
+        assert user.clue_counts[token] == {"ham": per["ham"], "spam": per["spam"] + 1}
