@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -29,6 +30,7 @@ import pytest
 import yaml
 
 from app.cli import cli
+from app.config import unknown_variables
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -96,8 +98,37 @@ def test_the_image_is_built_in_stages_and_runs_as_a_user() -> None:
     assert build[0][1].endswith(" AS build")
     assert any(k == "COPY" and a.startswith("--from=build ") for k, a in final)
     users = [args for keyword, args in final if keyword == "USER"]
-    assert users and users[-1] not in ("root", "0", "0:0")
-    assert any(k == "RUN" and "useradd" in a and users[-1] in a for k, a in final)
+    assert users, "the image runs as root"
+    uid, _, gid = users[-1].partition(":")
+    # Numeric, so that an orchestrator can tell it is not root without reading /etc/passwd.
+    assert uid.isdigit() and gid.isdigit() and int(uid) > 0 and int(gid) > 0
+    run = " ".join(a for k, a in final if k == "RUN")
+    assert f"useradd --system --uid {uid} --gid {gid}" in run
+    assert f"groupadd --system --gid {gid}" in run
+
+
+def test_the_data_directory_is_a_volume_the_user_owns() -> None:
+    final = stages()[-1]
+    (volume,) = [json.loads(a) if a.startswith("[") else a for k, a in final if k == "VOLUME"]
+    user = [a for k, a in final if k == "USER"][-1]
+    run = " ".join(a for k, a in final if k == "RUN")
+    assert f"chown {user} {volume}" in run
+    # The volume is declared after the user owns it, or Docker would give it to root.
+    keywords = [k for k, _ in final]
+    assert keywords.index("VOLUME") > max(i for i, k in enumerate(keywords) if k == "RUN")
+    assert f"sqlite:///{volume}/" in dict(final)["ENV"]
+
+
+def test_the_image_installs_the_runtime_lock_only() -> None:
+    build = stages()[0]
+    installs = [a for k, a in build if k == "RUN" and "pip install" in a]
+    assert any("pip install -r requirements.lock" in a for a in installs)
+    ignore = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+    text = " ".join([a for _, a in instructions()] + [i for i in ignore if not i.startswith("#")])
+    for other in ("requirements-dev.lock", "[test]", "[eval]", "[plot]"):
+        assert other not in text
+    copied = " ".join(a for k, a in build if k == "COPY").split()
+    assert "requirements.lock" in copied
 
 
 def test_everything_the_dockerfile_copies_exists() -> None:
@@ -176,6 +207,35 @@ def test_the_api_needs_tokens_in_compose() -> None:
     assert environment["SPAMFILTER_API_TOKENS"].startswith("${SPAMFILTER_API_TOKENS:?")
 
 
+def test_the_api_is_healthy_when_ready() -> None:
+    """Ready means the database answers at the newest schema, not only that uvicorn runs."""
+    assert "/readyz" in compose()["services"]["serve"]["healthcheck"]["test"][3]
+
+
+def test_postgres_keeps_its_data_in_a_named_volume_and_is_checked() -> None:
+    doc = compose()
+    postgres = doc["services"]["postgres"]
+    volumes = [v.split(":") for v in postgres["volumes"]]
+    assert ["pgdata", "/var/lib/postgresql/data"] in volumes
+    assert "pgdata" in doc["volumes"]
+    assert postgres["healthcheck"]["test"][0] == "CMD-SHELL"
+    assert "pg_isready -U spamfilter -d spamfilter" in postgres["healthcheck"]["test"][1]
+
+
+def test_the_env_file_example_names_every_variable_compose_reads() -> None:
+    used = set(re.findall(r"\$\{(\w+)", (DOCKER / "compose.yaml").read_text()))
+    example = (DOCKER / "env.example").read_text().splitlines()
+    named = {line.split("=", 1)[0] for line in example if line and not line.startswith("#")}
+    assert used == named == {"SPAMFILTER_API_TOKENS", "POSTGRES_PASSWORD"}
+
+
+def test_every_spamfilter_variable_in_docker_is_a_setting() -> None:
+    files = ["Dockerfile", "compose.yaml", "env.example", "healthcheck.py"]
+    names = {n for f in files for n in re.findall(r"SPAMFILTER_\w+", (DOCKER / f).read_text())}
+    assert {"SPAMFILTER_DATABASE_URL", "SPAMFILTER_API_TOKENS"} <= names
+    assert unknown_variables(dict.fromkeys(names, "")) == []
+
+
 @pytest.mark.parametrize("role", sorted(ROLES))
 def test_the_compose_health_checks_work(role: str) -> None:
     """Each one-liner, pointed at a live listener of its kind, exits 0; at nothing, not 0."""
@@ -187,16 +247,24 @@ def test_the_compose_health_checks_work(role: str) -> None:
     assert subprocess.run([sys.executable, "-c", dead], capture_output=True, timeout=20).returncode
 
 
-def test_docker_compose_config_accepts_the_file() -> None:
+def compose_command() -> list[str] | None:
+    """``docker compose``, if the plugin is installed (it reads the file with no engine).
+
+    The standalone ``docker-compose`` 1.x predates the Compose specification (``name:``)."""
     docker = shutil.which("docker")
-    if (
-        docker is None
-        or subprocess.run([docker, "compose", "version"], capture_output=True).returncode
-    ):
+    if docker is None:
+        return None
+    plugin = subprocess.run([docker, "compose", "version"], capture_output=True)
+    return None if plugin.returncode else [docker, "compose"]
+
+
+def test_docker_compose_config_accepts_the_file() -> None:
+    command = compose_command()
+    if command is None:
         pytest.skip("the docker compose plugin is not installed")
     env = {**os.environ, "SPAMFILTER_API_TOKENS": "test-token"}
     result = subprocess.run(
-        [docker, "compose", "-f", str(DOCKER / "compose.yaml"), "config", "--quiet"],
+        [*command, "-f", str(DOCKER / "compose.yaml"), "config", "--quiet"],
         capture_output=True,
         text=True,
         env=env,
@@ -301,7 +369,7 @@ def _answer(sock: socket.socket, role: str, stop: threading.Event) -> None:
 
 class _Healthz(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200 if self.path == "/healthz" else 404)
+        self.send_response(200 if self.path in ("/healthz", "/readyz") else 404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
