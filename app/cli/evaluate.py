@@ -207,7 +207,9 @@ def _flags(ctx: click.Context, names: list[str]) -> str:
 def _plan(settings: Settings, opts: _Options) -> Plan:
     assert opts.corpus is not None  # checked by _check_combination
     if opts.roc_plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise fail("--roc-plot needs matplotlib (the 'plot' extra)", EXIT_USAGE)
+        raise fail(
+            "--roc-plot needs matplotlib (the 'eval' extra: pip install -e '.[eval]')", EXIT_USAGE
+        )
     plan = Plan(opts.corpus, opts.protocol, opts.folds, opts.order, opts.limit, settings)
     if opts.seeds and plan.effective_order != "shuffle":
         raise fail(
