@@ -210,3 +210,39 @@ def counts_by_ids(
     finally:
         result.close()
     return list(rows)
+
+
+def merge_counts(
+    conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], latest: Sequence[str]
+) -> None:
+    """Insert ``rows``, or add their values to the existing rows, keeping the larger of the
+    two values for the ``latest`` columns (a seen day). Keys must be unique and sorted."""
+    if not rows:
+        return
+    stmt = _insert(conn, table)
+    added = _changed(table, rows[0], latest)
+    assignments: dict[str, Any] = {c: table.c[c] + stmt.excluded[c] for c in added}
+    assignments.update({c: _greatest(conn, table.c[c], stmt.excluded[c]) for c in latest})
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=_key_names(table), set_=assignments), list(rows)
+    )
+
+
+def snapshot_reads(conn: Connection) -> None:
+    """Make the rest of this transaction read one snapshot (before its first statement).
+
+    PostgreSQL's default READ COMMITTED gives each statement a snapshot of its own, so the
+    tables of a model read one after the other could disagree with a write committed in
+    between; REPEATABLE READ READ ONLY cannot fail with a serialisation error. A SQLite read
+    transaction is a snapshot already.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
+def bytewise(conn: Connection, column: ColumnClause[Any]) -> ColumnElement[Any]:
+    """``column`` compared byte by byte (PostgreSQL's "C" collation; SQLite's default), so
+    both databases sort text the same way."""
+    if conn.dialect.name == "postgresql":
+        return column.collate("C")
+    return column
