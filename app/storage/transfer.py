@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, select, update
 
 from app.domain.labels import LABELS
 from app.storage import dialect
@@ -190,8 +190,7 @@ class ModelRows:
             for row in rows
             if row.digest not in held
         ]  # fmt: skip
-        if values:
-            self._conn.execute(insert(learned_message), values)
+        dialect.insert_many(self._conn, learned_message, values)
         return [digest for digest in digests if digest in held]
 
     def recount_vocabulary(self, scope: str) -> int:
