@@ -90,9 +90,11 @@ class ModelRows:
             label_total.c.occurrences,
             label_total.c.token_messages,
         ).where(label_total.c.scope_id == scope_id)
-        rows = {row[0]: (str(row[0]), *map(int, row[1:])) for row in self._conn.execute(query)}
-        order = [*LABELS, *sorted(set(rows) - set(LABELS))]
-        return [rows[label] for label in order if label in rows]  # type: ignore[misc]
+        rows = {
+            str(label): (str(label), int(messages), int(occurrences), int(token_messages))
+            for label, messages, occurrences, token_messages in self._conn.execute(query)
+        }
+        return [rows[label] for label in LABELS if label in rows]
 
     def tokens(self, scope: str) -> Iterator[Sequence[int]]:
         """(token_id, messages and occurrences per label in LABELS order, seen_day) of every

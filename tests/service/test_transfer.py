@@ -39,9 +39,9 @@ def train(service: SpamFilter, seed: int, size: int, user: str | None = None) ->
         service.learn(raw, "spam" if spam else "ham", user=user)
 
 
-def exported(service: SpamFilter, **options: object) -> str:
+def exported(service: SpamFilter, user: str | None = None, site_only: bool = False) -> str:
     out = io.StringIO()
-    service.export(out, **options)  # type: ignore[arg-type]
+    service.export(out, user=user, site_only=site_only)
     return out.getvalue()
 
 

@@ -237,3 +237,28 @@ def test_backup_of_postgresql_points_to_pg_dump(
     with pytest.raises(TransferRefused, match="pg_dump -Fc"):
         service.backup(tmp_path / "copy.db")
     assert not (tmp_path / "copy.db").exists()
+
+
+def test_merging_adds_counts_and_keeps_the_later_seen_day(engine: sa.Engine) -> None:
+    store = Store(engine)
+    first = [(1, {"ham": (1, 2)}, 100), (2, {"spam": (1, 1)}, 300)]
+    second = [(1, {"ham": (1, 1), "spam": (2, 5)}, 200), (2, {"spam": (1, 4)}, 50), (3, {}, 7)]
+    for rows in (first, second):
+        with store.transaction(write=True) as tx:
+            model = tx.model_rows()
+            model.prepare("global", replace=False)
+            model.add_tokens("global", rows)
+            vocabulary = model.recount_vocabulary("global")
+    with engine.connect() as conn:
+        stored = conn.execute(
+            sa.text(
+                "SELECT token_id, ham_messages, ham_occurrences, spam_messages, "
+                "spam_occurrences, seen_day FROM token_count ORDER BY token_id"
+            )
+        ).all()
+    assert [tuple(row) for row in stored] == [
+        (1, 2, 3, 2, 5, 200),
+        (2, 0, 0, 2, 5, 300),
+        (3, 0, 0, 0, 0, 7),
+    ]
+    assert vocabulary == 3
