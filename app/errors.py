@@ -61,3 +61,17 @@ class InvalidUser(SpamFilterError):
     """A user name that cannot name a model (too long, control characters, ``/``)."""
 
     code = "invalid_user"
+
+
+class InvalidDataFile(SpamFilterError):
+    """An export file that cannot be imported: wrong header or version, a malformed or
+    out-of-order line (the message names its number), or a truncated file."""
+
+    code = "invalid_data_file"
+
+
+class TransferRefused(SpamFilterError):
+    """An export, import or backup that would lose or double data unless told to: an import
+    into a model that already has counts, a backup over an existing file."""
+
+    code = "transfer_refused"

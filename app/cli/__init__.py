@@ -1,4 +1,5 @@
-"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade.
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade,
+export, import, backup.
 
 Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
@@ -28,6 +29,7 @@ from app.cli.context import (
     fail,
     pass_state,
 )
+from app.cli.data import backup, export_command, import_command
 from app.cli.evaluate import evaluate
 from app.cli.filter import filter_command
 from app.cli.messages import classify, forget, learn
@@ -151,6 +153,9 @@ cli.add_command(spamd)
 cli.add_command(milter)
 cli.add_command(bench)
 cli.add_command(config_group)
+cli.add_command(export_command)
+cli.add_command(import_command)
+cli.add_command(backup)
 
 
 def main() -> None:

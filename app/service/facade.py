@@ -7,7 +7,8 @@ database transaction, opened and committed by the use case; adapters never see a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from app.domain.labels import LABELS
 from app.service.events import Observer
@@ -23,6 +24,8 @@ from app.service.results import (
     Stats,
 )
 from app.service.scoping import Models, models_for
+from app.service.transfer import ImportMode, ImportResult, Transfer
+from app.service.transfer_format import Counts, TextSink
 from app.service.watching import Watcher
 from app.settings import Settings
 from app.storage.store import Store
@@ -47,6 +50,7 @@ class SpamFilter:
         self._judge = Judge(store, settings)
         self._trainer = Trainer(store, settings, self._judge)
         self._watch = Watcher(observers, adapter)
+        self._transfer = Transfer(store, settings)
 
     @property
     def database(self) -> str:
@@ -135,6 +139,25 @@ class SpamFilter:
             for label in LABELS
         }
         return Stats(labels, totals.vocabulary, self._store.dialect_name, models.own, models.user)
+
+    def export(self, out: TextSink, user: str | None = None, site_only: bool = False) -> Counts:
+        """Write the learned models to ``out`` in the export format (``transfer_format``):
+        the site-wide model and every user's, only ``user``'s, or only the site-wide one."""
+        return self._transfer.export(out, user, site_only)
+
+    def import_models(
+        self,
+        lines: Iterable[str],
+        mode: ImportMode = "new",
+        user: str | None = None,
+        force: bool = False,
+    ) -> ImportResult:
+        """Read an export file, all or nothing (see ``app.service.transfer`` for modes)."""
+        return self._transfer.import_(lines, mode, user, force)
+
+    def backup(self, destination: Path, overwrite: bool = False) -> int:
+        """Copy the live SQLite database to ``destination``; its size in bytes."""
+        return self._transfer.backup(destination, overwrite)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):

@@ -210,3 +210,97 @@ def counts_by_ids(
     finally:
         result.close()
     return list(rows)
+
+
+def merge_counts(
+    conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], latest: Sequence[str]
+) -> None:
+    """Insert ``rows``, or add their values to the existing rows, keeping the larger of the
+    two values for the ``latest`` columns (a seen day). Keys must be unique and sorted.
+
+    On PostgreSQL the rows go as one array a column (``unnest``): psycopg sends an
+    executemany as one statement a row, which made importing 125k token rows take ~9 s
+    instead of ~1 s.
+    """
+    if not rows:
+        return
+    names = list(rows[0])
+    added = _changed(table, rows[0], latest)
+    if conn.dialect.name == "postgresql":
+        _merge_unnest(conn, table, rows, names, added, latest)
+        return
+    stmt = _insert(conn, table)
+    assignments: dict[str, Any] = {c: table.c[c] + stmt.excluded[c] for c in added}
+    assignments.update({c: _greatest(conn, table.c[c], stmt.excluded[c]) for c in latest})
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=_key_names(table), set_=assignments), list(rows)
+    )
+
+
+def _merge_unnest(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    added: Sequence[str],
+    latest: Sequence[str],
+) -> None:
+    """``merge_counts`` on PostgreSQL: ``INSERT .. SELECT FROM unnest(arrays) ON CONFLICT``."""
+    updates = [f"{c} = {table.name}.{c} + excluded.{c}" for c in added]
+    updates += [f"{c} = greatest({table.name}.{c}, excluded.{c})" for c in latest]
+    conflict = f" ON CONFLICT ({', '.join(_key_names(table))}) DO UPDATE SET {', '.join(updates)}"
+    _insert_unnest(conn, table, rows, names, conflict)
+
+
+def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert ``rows`` (all with the same columns): on PostgreSQL as one statement of
+    arrays (see ``merge_counts``), elsewhere by executemany."""
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        _insert_unnest(conn, table, rows, list(rows[0]), "")
+    else:
+        conn.execute(table.insert(), list(rows))
+
+
+# PostgreSQL array element types of the column types the count tables use.
+_PG_TYPES = {
+    "BigInteger": "bigint",
+    "Integer": "integer",
+    "String": "text",
+    "LargeBinary": "bytea",
+    "DateTime": "timestamptz",
+}
+
+
+def _insert_unnest(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    suffix: str,
+) -> None:
+    types = [_PG_TYPES[type(table.c[n].type).__name__] for n in names]
+    arrays = ", ".join(f"%s::{t}[]" for t in types)
+    sql = f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM unnest({arrays}){suffix}"
+    conn.exec_driver_sql(sql, tuple([row[n] for row in rows] for n in names))
+
+
+def snapshot_reads(conn: Connection) -> None:
+    """Make the rest of this transaction read one snapshot (before its first statement).
+
+    PostgreSQL's default READ COMMITTED gives each statement a snapshot of its own, so the
+    tables of a model read one after the other could disagree with a write committed in
+    between; REPEATABLE READ READ ONLY cannot fail with a serialisation error. A SQLite read
+    transaction is a snapshot already.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
+def bytewise(conn: Connection, column: ColumnClause[Any]) -> ColumnElement[Any]:
+    """``column`` compared byte by byte (PostgreSQL's "C" collation; SQLite's default), so
+    both databases sort text the same way."""
+    if conn.dialect.name == "postgresql":
+        return column.collate("C")
+    return column

@@ -29,6 +29,7 @@ from app.storage.tables import (
     model_scope,
     token_count,
 )
+from app.storage.transfer import ModelRows
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,10 @@ class Transaction:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._scopes = ScopeIds(conn)
+
+    def model_rows(self) -> ModelRows:
+        """Whole models read and written row by row (export, import), in this transaction."""
+        return ModelRows(self._conn, self._scopes)
 
     def schema_revision(self) -> str | None:
         """The alembic_version row, or None when the table does not exist."""

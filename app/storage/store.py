@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -110,6 +111,16 @@ class Store:
         except StorageUnavailable as error:
             return str(error)
         return None
+
+    def backup(self, destination: Path, overwrite: bool = False) -> int:
+        """Copy a live SQLite database to ``destination`` (see ``backup.copy_sqlite``);
+        TransferRefused on PostgreSQL or over an existing file; returns the copy's size."""
+        from app.storage.backup import copy_sqlite
+
+        try:
+            return copy_sqlite(self._engine, destination, overwrite)
+        except DBAPIError as error:
+            raise translate(error) from error
 
     def dispose(self) -> None:
         """Close every pooled connection."""

@@ -1,0 +1,104 @@
+"""export, import and backup: the learned data out of and into a database, and a live copy.
+
+The file format is documented in ``app.service.transfer_format``. A summary goes to stderr
+(stdout may be the export itself). A file that cannot be imported, an import or backup that
+would lose or double data, and a backup of PostgreSQL exit 1 with one line naming the
+problem (the group maps the service's errors), and leave the database unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from app.cli.context import CliState, build, pass_state
+from app.service.transfer import ImportMode
+
+
+@click.command("export")
+@click.option("--user", "-u", metavar="USER", help="Export only this user's model.")
+@click.option("--site", "site_only", is_flag=True, help="Export only the site-wide model.")
+@click.option(
+    "--output",
+    "-o",
+    default="-",
+    show_default=True,
+    metavar="FILE",
+    help="Where to write (- for stdout). A file appears only once complete.",
+)
+@pass_state
+def export_command(state: CliState, user: str | None, site_only: bool, output: str) -> None:
+    """Write the learned models to a portable text file: the site-wide model and every
+    user's (the default), one user's (--user), or the site-wide one only (--site)."""
+    if user is not None and site_only:
+        raise click.UsageError("--user and --site exclude each other")
+    service = build(state.settings)
+    started = time.perf_counter()
+    with click.open_file(output, "w", encoding="utf-8", atomic=output != "-") as out:
+        counts = service.export(out, user=user, site_only=site_only)
+    click.echo(
+        f"exported {counts.scopes} model(s): {counts.tokens:,} tokens, {counts.learned:,} "
+        f"learned messages in {time.perf_counter() - started:.1f} s",
+        err=True,
+    )
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--merge", "mode", flag_value="merge", help="Add the file's counts to the models it names."
+)
+@click.option("--replace", "mode", flag_value="replace", help="Replace the models the file names.")
+@click.option("--user", "-u", metavar="USER", help="Import a one-model file as this user's.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Merge even when learned messages of the file are in the database already "
+    "(their counts are then in twice).",
+)
+@pass_state
+def import_command(
+    state: CliState, file: str, mode: str | None, user: str | None, force: bool
+) -> None:
+    """Read an export file (- for stdin) into the database, all or nothing.
+
+    Without --merge or --replace, each model the file holds must be empty in the database.
+    Models the file does not name are left alone.
+    """
+    chosen: ImportMode = "merge" if mode == "merge" else "replace" if mode == "replace" else "new"
+    service = build(state.settings)
+    started = time.perf_counter()
+    with click.open_file(file, "r", encoding="utf-8") as lines:
+        result = service.import_models(lines, chosen, user=user, force=force)
+    seconds = time.perf_counter() - started
+    records = result.records
+    click.echo(
+        f"imported {records.scopes} model(s) ({result.mode}): {records.tokens:,} tokens, "
+        f"{records.learned:,} learned messages in {seconds:.1f} s",
+        err=True,
+    )
+    for name, vocabulary in result.vocabulary.items():
+        click.echo(f"{name}: vocabulary {vocabulary:,} distinct tokens", err=True)
+    if result.already_held:
+        click.echo(
+            f"{result.already_held} learned message(s) were in the database already: "
+            "their counts are now in twice",
+            err=True,
+        )
+
+
+@click.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+@pass_state
+def backup(state: CliState, path: Path, force: bool) -> None:
+    """Copy the live SQLite database to PATH, consistently, while it is in use.
+
+    PostgreSQL: use 'pg_dump -Fc' (or 'spamfilter export').
+    """
+    service = build(state.settings)
+    started = time.perf_counter()
+    size = service.backup(path, overwrite=force)
+    click.echo(f"backed up to {path}: {size:,} bytes in {time.perf_counter() - started:.1f} s")

@@ -1,0 +1,351 @@
+"""The export file: a portable, line-oriented text form of learned models (format version 1).
+
+UTF-8 text, one record a line, fields separated by one TAB, lines ended by LF. The first
+field names the record::
+
+    spamfilter-export  1                      the header: always the first line; the version
+    labels  ham  spam                         the labels, in the order token records give them
+    scope   site | user:<name>                starts a model; the records below belong to it
+    total   LABEL  MESSAGES  OCCURRENCES  TOKEN_MESSAGES
+    token   ID  (MESSAGES  OCCURRENCES) per label  SEEN_DAY
+    learned DIGEST  LABEL  LEARNED_AT  BAG
+    end     SCOPES  TOTALS  TOKENS  LEARNED   the last line: how many records of each kind
+
+- ``scope`` names are relative to the site-wide scope (the ``scope`` setting), so a file
+  moves between sites configured differently: ``site`` is the site-wide model, ``user:alice``
+  that user's model.
+- ``token``: the token id is the signed 64-bit decimal hash of the token text (the file, like
+  the database, holds no token text); then per label of the ``labels`` record the messages
+  containing the token and its occurrences; ``SEEN_DAY`` is days since 1970-01-01 UTC.
+- ``learned``: ``DIGEST`` is the message's lowercase hex SHA-256; ``LEARNED_AT`` is UTC, as
+  ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
+  token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
+  order, then their n little-endian signed 32-bit (positive) counts (``app.storage.codec``).
+- Every count is a non-negative decimal integer.
+
+Order is fixed, so two exports of equal data are byte-identical: the site-wide model first,
+then users by name (code-point order); per model ``total`` records in ``labels`` order, then
+``token`` records by ascending id, then ``learned`` records by ascending digest. A reader
+refuses anything else, and a file without its ``end`` record (or whose counts disagree) is
+truncated. This module is pure: lines in, records out, and the reverse.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Protocol
+
+from app.domain.labels import LABELS
+from app.domain.users import USER_MARK, InvalidUserName, normalise_user
+from app.errors import InvalidDataFile
+from app.storage.codec import decode_bag
+
+MAGIC = "spamfilter-export"
+VERSION = 1
+SITE = "site"
+USER_PREFIX = USER_MARK.lstrip("/")  # "user:"
+_MAX_COUNT = 2**63 - 1
+_MIN_ID = -(2**63)
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class TextSink(Protocol):
+    """Where an export is written: a text file, stdout, a StringIO."""
+
+    def write(self, text: str, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Total:
+    """A ``total`` record: one label's totals in the current model."""
+
+    label: str
+    messages: int
+    occurrences: int
+    token_messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A ``token`` record: ``counts`` maps a label to (messages, occurrences)."""
+
+    token_id: int
+    counts: dict[str, tuple[int, int]]
+    seen_day: int
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """A ``learned`` record; ``bag`` is the encoded bag (``app.storage.codec``)."""
+
+    digest: str
+    label: str
+    learned_at: datetime
+    bag: bytes
+    token_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A ``scope`` record: ``user`` is None for the site-wide model."""
+
+    user: str | None
+
+
+Record = Scope | Total | Token | Learned
+
+
+def scope_field(user: str | None) -> str:
+    """``site`` or ``user:<name>``: how a model is named in a file."""
+    return SITE if user is None else f"{USER_PREFIX}{user}"
+
+
+@dataclass(slots=True)
+class Counts:
+    """How many records of each kind a file holds (the ``end`` record)."""
+
+    scopes: int = 0
+    totals: int = 0
+    tokens: int = 0
+    learned: int = 0
+
+    def fields(self) -> list[int]:
+        """In ``end`` record order."""
+        return [self.scopes, self.totals, self.tokens, self.learned]
+
+
+@dataclass(slots=True)
+class Writer:
+    """Writes records to ``out`` in the format above; the caller keeps the order."""
+
+    out: TextSink
+    counts: Counts = field(default_factory=Counts)
+
+    def header(self) -> None:
+        """The version header and the ``labels`` record."""
+        self.out.write(f"{MAGIC}\t{VERSION}\nlabels\t{chr(9).join(LABELS)}\n")
+
+    def scope(self, user: str | None) -> None:
+        """Start the model of ``user`` (None: the site-wide model)."""
+        self.counts.scopes += 1
+        self.out.write(f"scope\t{scope_field(user)}\n")
+
+    def total(self, total: Total) -> None:
+        """One label's totals."""
+        self.counts.totals += 1
+        self.out.write(
+            f"total\t{total.label}\t{total.messages}\t{total.occurrences}\t{total.token_messages}\n"
+        )
+
+    def tokens(self, rows: Iterable[Sequence[int]]) -> None:
+        """``token`` records from (id, per label messages and occurrences..., seen_day)
+        tuples, in ``labels`` order: the storage row as it is, for speed."""
+        write = self.out.write
+        n = 0
+        for row in rows:
+            write("token\t" + "\t".join(map(str, row)) + "\n")
+            n += 1
+        self.counts.tokens += n
+
+    def learned(self, record: Learned) -> None:
+        """One learned-message record."""
+        self.counts.learned += 1
+        when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
+        bag = base64.b64encode(record.bag).decode("ascii")
+        self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\n")
+
+    def end(self) -> None:
+        """The ``end`` record: without it a reader treats the file as truncated."""
+        self.out.write("end\t" + "\t".join(map(str, self.counts.fields())) + "\n")
+
+
+def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
+    """The records of a file, with their line numbers, checked as they are read.
+
+    InvalidDataFile, naming the line, for a wrong header or version, an unknown record or
+    label, a malformed or negative number, records out of order, anything after ``end``,
+    or a file that ends without it (truncated).
+    """
+    reader = _Reader()
+    number = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.endswith("\n"):
+            raise _bad(number, "the line has no line end (the file is truncated)")
+        record = reader.read(number, line[:-1].split("\t"))
+        if record is not None:
+            yield number, record
+    if not reader.ended:
+        raise _bad(number + 1, "the file ends without its 'end' record (truncated)")
+
+
+class _Reader:
+    """The state of one file being read: what came before decides what may come next."""
+
+    def __init__(self) -> None:
+        self.labels: tuple[str, ...] | None = None
+        self.counts = Counts()
+        self.ended = False
+        self._started = False
+        self._users: list[str | None] = []
+        self._totals: set[str] = set()
+        self._last_token: int | None = None
+        self._last_digest: str | None = None
+        self._stage = 0  # 0 totals, 1 tokens, 2 learned (within the current scope)
+
+    def read(self, number: int, fields: list[str]) -> Record | None:
+        kind, values = fields[0], fields[1:]
+        if self.ended:
+            raise _bad(number, "a record after the 'end' record")
+        if not self._started:
+            self._header(number, fields)
+            return None
+        if kind == "labels":
+            self._labels(number, values)
+            return None
+        if self.labels is None:
+            raise _bad(number, "the 'labels' record must follow the header")
+        if kind == "end":
+            self._end(number, values)
+            return None
+        if kind == "scope":
+            return self._scope(number, values)
+        if not self._users:
+            raise _bad(number, f"a {kind!r} record before any 'scope' record")
+        if kind == "total":
+            return self._total(number, values)
+        if kind == "token":
+            return self._token(number, values)
+        if kind == "learned":
+            return self._learned(number, values)
+        raise _bad(number, f"unknown record {kind!r}")
+
+    def _header(self, number: int, fields: list[str]) -> None:
+        if fields[0] != MAGIC or len(fields) != 2:
+            raise _bad(number, f"not a spamfilter export file (expected {MAGIC!r} first)")
+        if fields[1] != str(VERSION):
+            raise _bad(number, f"export format version {fields[1]!r} is not supported "
+                       f"(this version reads {VERSION})")  # fmt: skip
+        self._started = True
+
+    def _labels(self, number: int, values: list[str]) -> None:
+        if self.labels is not None:
+            raise _bad(number, "a second 'labels' record")
+        for label in values:
+            if label not in LABELS:
+                raise _bad(number, f"unknown label {label!r}; expected {', '.join(LABELS)}")
+        if not values or len(set(values)) != len(values):
+            raise _bad(number, "the 'labels' record must name each label once")
+        self.labels = tuple(values)
+
+    def _scope(self, number: int, values: list[str]) -> Scope:
+        _arity(number, "scope", values, 1)
+        name = values[0]
+        if name == SITE:
+            user = None
+        elif name.startswith(USER_PREFIX):
+            try:
+                user = normalise_user(name[len(USER_PREFIX) :])
+            except InvalidUserName as error:
+                raise _bad(number, str(error)) from None
+            if user is None or scope_field(user) != name:
+                raise _bad(number, f"user scope {name!r} is not a normalised user name")
+        else:
+            raise _bad(number, f"scope {name!r} is neither {SITE!r} nor 'user:<name>'")
+        if self._users and (user is None or (self._users[-1] or "") >= user):
+            raise _bad(number, "scopes must come once each: site first, then users by name")
+        self._users.append(user)
+        self.counts.scopes += 1
+        self._totals.clear()
+        self._last_token = self._last_digest = None
+        self._stage = 0
+        return Scope(user)
+
+    def _total(self, number: int, values: list[str]) -> Total:
+        _arity(number, "total", values, 4)
+        label = self._label(number, values[0])
+        if label in self._totals or self._stage > 0:
+            raise _bad(number, "'total' records come once per label, before tokens")
+        self._totals.add(label)
+        messages, occurrences, token_messages = (_count(number, v) for v in values[1:])
+        self.counts.totals += 1
+        return Total(label, messages, occurrences, token_messages)
+
+    def _token(self, number: int, values: list[str]) -> Token:
+        labels = self.labels or ()
+        _arity(number, "token", values, 2 + 2 * len(labels))
+        token_id = _integer(number, values[0], _MIN_ID, _MAX_COUNT)
+        if self._stage > 1 or (self._last_token is not None and token_id <= self._last_token):
+            raise _bad(number, "token records must come by ascending id, before learned ones")
+        self._stage, self._last_token = 1, token_id
+        numbers = [_count(number, v) for v in values[1:]]
+        counts = {label: (numbers[2 * k], numbers[2 * k + 1]) for k, label in enumerate(labels)}
+        self.counts.tokens += 1
+        return Token(token_id, counts, numbers[-1])
+
+    def _learned(self, number: int, values: list[str]) -> Learned:
+        _arity(number, "learned", values, 4)
+        digest, label, when, bag = values
+        if not _DIGEST.match(digest):
+            raise _bad(number, "a digest is 64 lowercase hex digits")
+        if self._last_digest is not None and digest <= self._last_digest:
+            raise _bad(number, "learned records must come by ascending digest")
+        self._stage, self._last_digest = 2, digest
+        label = self._label(number, label)
+        if not _TIME.match(when):
+            raise _bad(number, f"time {when!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+        try:
+            learned_at = datetime.strptime(when, _TIME_FORMAT).replace(tzinfo=UTC)
+            blob = base64.b64decode(bag, validate=True)
+            ids = list(decode_bag(blob).items())
+        except (ValueError, binascii.Error) as error:
+            raise _bad(number, f"unreadable learned record: {error}") from None
+        if any(n <= 0 for _, n in ids) or any(a[0] >= b[0] for a, b in pairwise(ids)):
+            raise _bad(number, "a bag holds ascending token ids with positive counts")
+        self.counts.learned += 1
+        return Learned(digest, label, learned_at, blob, len(ids))
+
+    def _label(self, number: int, value: str) -> str:
+        if value not in LABELS:
+            raise _bad(number, f"unknown label {value!r}; expected {', '.join(LABELS)}")
+        return value
+
+    def _end(self, number: int, values: list[str]) -> None:
+        _arity(number, "end", values, 4)
+        if [_count(number, v) for v in values] != self.counts.fields():
+            raise _bad(number, "the record counts of 'end' disagree with the file (truncated?)")
+        self.ended = True
+
+
+def _arity(number: int, kind: str, values: list[str], expected: int) -> None:
+    if len(values) != expected:
+        raise _bad(number, f"a {kind!r} record has {expected} fields, this one {len(values)}")
+
+
+def _count(number: int, value: str) -> int:
+    return _integer(number, value, 0, _MAX_COUNT)
+
+
+def _integer(number: int, value: str, low: int, high: int) -> int:
+    """A decimal integer in [low, high], written canonically (no '+', spaces, zeros)."""
+    try:
+        result = int(value)
+    except ValueError:
+        result = None
+    if result is None or str(result) != value:
+        raise _bad(number, f"{value!r} is not a decimal integer")
+    if not low <= result <= high:
+        what = "a non-negative count" if low == 0 else "a 64-bit signed token id"
+        raise _bad(number, f"{value} is not {what}")
+    return result
+
+
+def _bad(number: int, detail: str) -> InvalidDataFile:
+    return InvalidDataFile(f"line {number}: {detail}")

@@ -1,0 +1,232 @@
+"""export / import on real databases: round trips, one user, merge and replace, all or nothing."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from app.errors import InvalidDataFile, TransferRefused
+from app.service import SpamFilter
+from app.settings import Settings
+from app.storage.tables import model_scope
+from tests.builders import ham_message, make_message, spam_message
+from tests.conftest import POSTGRES_URL_ENV, DatabaseFactory, PostgresAdmin
+from tests.environment import drop_settings
+from tests.storage.snapshot import assert_consistent, reader, snapshot
+
+MakeService = Callable[..., SpamFilter]
+MakeSettings = Callable[..., Settings]
+PROBES = [
+    make_message("Claim your prize", "urgent cash bonus for the winner, claim today\n"),
+    make_message("Agenda", "meeting notes and the quarterly budget review tomorrow\n"),
+    make_message("Mixed", "the project prize and the casino lunch schedule\n"),
+    make_message("Unseen", "nothing anyone has learned before xyzzy plugh\n"),
+]
+
+
+def train(service: SpamFilter, seed: int, size: int, user: str | None = None) -> None:
+    """``size`` generated messages (about half spam) learned for ``user``."""
+    rng = random.Random(seed)
+    for serial in range(seed * 1000, seed * 1000 + size):
+        spam = rng.random() < 0.5
+        raw = spam_message(rng, serial) if spam else ham_message(rng, serial)
+        service.learn(raw, "spam" if spam else "ham", user=user)
+
+
+def exported(service: SpamFilter, user: str | None = None, site_only: bool = False) -> str:
+    out = io.StringIO()
+    service.export(out, user=user, site_only=site_only)
+    return out.getvalue()
+
+
+def scores(service: SpamFilter, user: str | None = None) -> list[dict[str, float]]:
+    return [service.classify(raw, user=user).log_posteriors for raw in PROBES]
+
+
+def generation(url: str, scope: str) -> int:
+    engine = reader(url)
+    try:
+        with engine.connect() as conn:
+            query = sa.select(model_scope.c.generation).where(model_scope.c.name == scope)
+            return int(conn.execute(query).scalar_one())
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def source(service: SpamFilter) -> SpamFilter:
+    """A service whose site-wide model and two users' models have learned something."""
+    train(service, seed=1, size=40)
+    train(service, seed=2, size=12, user="alice@example.org")
+    train(service, seed=3, size=8, user="bob")
+    return service
+
+
+@pytest.fixture
+def fresh(
+    database_factory: DatabaseFactory, make_settings: MakeSettings, make_service: MakeService
+) -> Callable[[], tuple[SpamFilter, str]]:
+    """Another empty database of the same backend, and its URL."""
+
+    def make() -> tuple[SpamFilter, str]:
+        url = database_factory()
+        return make_service(make_settings(database_url=url)), url
+
+    return make
+
+
+def test_a_round_trip_gives_the_same_file_the_same_rows_and_the_same_scores(
+    source: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    text = exported(source)
+    target, url = fresh()
+    result = target.import_models(io.StringIO(text))
+    assert exported(target) == text
+    assert result.vocabulary == {
+        name: stats.vocabulary
+        for name, stats in (
+            ("site", source.stats()),
+            ("user:alice@example.org", source.stats("alice@example.org")),
+            ("user:bob", source.stats("bob")),
+        )
+    }
+    assert snapshot(url, timestamps=False) == snapshot(database_url, timestamps=False)
+    assert_consistent(url)
+    for user in (None, "alice@example.org", "bob"):
+        assert scores(target, user) == scores(source, user)
+
+
+def test_the_file_is_ordered_and_ends_with_its_counts(source: SpamFilter) -> None:
+    lines = exported(source).splitlines()
+    assert lines[:2] == ["spamfilter-export\t1", "labels\tham\tspam"]
+    scopes = [line.split("\t")[1] for line in lines if line.startswith("scope\t")]
+    assert scopes == ["site", "user:alice@example.org", "user:bob"]
+    kinds = [line.split("\t")[0] for line in lines]
+    assert lines[-1] == "\t".join(
+        ["end", *(str(kinds.count(k)) for k in ("scope", "total", "token", "learned"))]
+    )
+
+
+def test_one_users_model_moves_alone_and_can_become_another_users(
+    source: SpamFilter, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    text = exported(source, user="Alice@Example.org")
+    assert [line for line in text.splitlines() if line.startswith("scope")] == [
+        "scope\tuser:alice@example.org"
+    ]
+    assert exported(source, site_only=True).count("scope\t") == 1
+
+    target, _ = fresh()
+    target.import_models(io.StringIO(text), user="carol")
+    assert target.stats("carol").labels == source.stats("alice@example.org").labels
+    assert target.stats().vocabulary == 0
+    with pytest.raises(InvalidDataFile, match="more than one model"):
+        target.import_models(io.StringIO(exported(source)), mode="replace", user="dave")
+    assert target.stats("dave").vocabulary == 0
+
+
+def test_merge_adds_counts_and_replace_swaps_the_model(
+    service: SpamFilter, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    train(service, seed=4, size=20)
+    first = exported(service)
+    both, both_url = fresh()
+    train(both, seed=4, size=20)
+    train(both, seed=5, size=20)
+    second_only, _ = fresh()
+    train(second_only, seed=5, size=20)
+    second = exported(second_only)
+
+    target, url = fresh()
+    target.import_models(io.StringIO(first))
+    before = generation(url, "global")
+    result = target.import_models(io.StringIO(second), mode="merge")
+    assert generation(url, "global") > before
+    assert result.vocabulary == {"site": both.stats().vocabulary}
+    assert snapshot(url, timestamps=False) == snapshot(both_url, timestamps=False)
+    assert_consistent(url)
+
+    target.import_models(io.StringIO(second), mode="replace")
+    assert exported(target) == second
+
+
+def test_refusals_and_bad_files_leave_the_database_unchanged(
+    source: SpamFilter, database_url: str
+) -> None:
+    text = exported(source)
+    before = snapshot(database_url)
+    with pytest.raises(TransferRefused, match="--merge"):
+        source.import_models(io.StringIO(text))
+    with pytest.raises(TransferRefused, match="count them twice"):
+        source.import_models(io.StringIO(text), mode="merge")
+    lines = text.splitlines(keepends=True)
+    broken = [*lines[:-3], "token\t1\t0\t-1\t0\t0\t20000\n", *lines[-2:]]
+    with pytest.raises(InvalidDataFile, match=f"line {len(lines) - 2}:"):
+        source.import_models(io.StringIO("".join(broken)), mode="replace")
+    with pytest.raises(InvalidDataFile, match="truncated"):
+        source.import_models(io.StringIO("".join(lines[:-1])), mode="replace")
+    assert snapshot(database_url) == before
+
+
+def test_a_forced_merge_reports_the_messages_held_already(source: SpamFilter) -> None:
+    text = exported(source, site_only=True)
+    messages = source.stats().labels
+    result = source.import_models(io.StringIO(text), mode="merge", force=True)
+    assert result.already_held == sum(summary.messages for summary in messages.values())
+    assert source.stats().labels["spam"].messages == 2 * messages["spam"].messages
+
+
+def test_learned_times_survive_to_the_microsecond(
+    service: SpamFilter, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    raw = make_message("Lunch?", "Are we still on for noon\n")
+    service.learn(raw, "ham")
+    text = exported(service)
+    stamp = next(line for line in text.splitlines() if line.startswith("learned")).split("\t")[3]
+    assert stamp.endswith("Z") and len(stamp) == len("2026-03-03T10:15:00.123456Z")
+    target, _ = fresh()
+    target.import_models(io.StringIO(text))
+    assert exported(target) == text
+
+
+@pytest.fixture
+def postgres_url(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL schema, whatever backend the other databases of the test use."""
+    if not os.environ.get(POSTGRES_URL_ENV):
+        pytest.skip(f"set {POSTGRES_URL_ENV} to run the PostgreSQL tests")
+    admin: PostgresAdmin = request.getfixturevalue("postgres_admin")
+    url = admin.create()
+    yield url
+    admin.drop(url)
+
+
+@pytest.mark.postgres
+def test_sqlite_to_postgresql_and_back_gives_identical_files_and_scores(
+    tmp_path: Path,
+    postgres_url: str,
+    make_service: MakeService,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    drop_settings(monkeypatch)
+
+    def settings(url: str) -> Settings:
+        return Settings(_env_file=None, database_url=url, training_mode="everything")
+
+    lite = make_service(settings(f"sqlite:///{tmp_path / 'lite.db'}"))
+    train(lite, seed=6, size=40)
+    train(lite, seed=7, size=10, user="alice")
+    text = exported(lite)
+    pg = make_service(settings(postgres_url))
+    pg.import_models(io.StringIO(text))
+    assert exported(pg) == text
+    back = make_service(settings(f"sqlite:///{tmp_path / 'back.db'}"))
+    back.import_models(io.StringIO(exported(pg)))
+    assert exported(back) == text
+    for user in (None, "alice"):
+        assert scores(pg, user) == scores(lite, user) == scores(back, user)

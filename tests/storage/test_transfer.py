@@ -1,0 +1,264 @@
+"""The export format on its own, streaming reads of large models, and the SQLite backup."""
+
+from __future__ import annotations
+
+import base64
+import io
+import random
+import sqlite3
+import threading
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from app.errors import InvalidDataFile, TransferRefused
+from app.service import SpamFilter
+from app.service.transfer_format import Learned, Scope, Token, Total, Writer, read_records
+from app.settings import Settings
+from app.storage.codec import encode_bag
+from app.storage.migrate import head_revision
+from app.storage.store import Store
+from tests.builders import ham_message
+from tests.conftest import ServiceFactory
+from tests.environment import drop_settings
+from tests.storage.snapshot import assert_consistent
+
+DIGEST_A = "0" * 63 + "a"
+DIGEST_B = "b" * 64
+WHEN = datetime(2026, 3, 3, 10, 15, 0, 123456, tzinfo=UTC)
+
+
+def sample() -> str:
+    out = io.StringIO()
+    writer = Writer(out)
+    writer.header()
+    writer.scope(None)
+    writer.total(Total("ham", 2, 30, 12))
+    writer.tokens([(-(2**63), 1, 2, 0, 0, 20500), (5, 0, 0, 1, 1, 20501)])
+    writer.learned(Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1))
+    writer.scope("alice")
+    writer.learned(Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2))
+    writer.end()
+    return out.getvalue()
+
+
+def read(text: str) -> list[object]:
+    return [record for _, record in read_records(io.StringIO(text))]
+
+
+def test_written_records_read_back() -> None:
+    text = sample()
+    assert text.splitlines()[0] == "spamfilter-export\t1"
+    assert text.splitlines()[-1] == "end\t2\t1\t2\t2"
+    assert f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t" in text
+    assert read(text) == [
+        Scope(None),
+        Total("ham", 2, 30, 12),
+        Token(-(2**63), {"ham": (1, 2), "spam": (0, 0)}, 20500),
+        Token(5, {"ham": (0, 0), "spam": (1, 1)}, 20501),
+        Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1),
+        Scope("alice"),
+        Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2),
+    ]
+
+
+def _replace(text: str, number: int, line: str | None) -> str:
+    """``text`` with line ``number`` (1-based) replaced, or removed when ``line`` is None."""
+    lines = text.splitlines(keepends=True)
+    lines[number - 1 : number] = [] if line is None else [line + "\n"]
+    return "".join(lines)
+
+
+BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
+
+
+@pytest.mark.parametrize(
+    ("number", "line", "message"),
+    [
+        (1, "spamfilter-export\t2", "line 1: export format version '2' is not supported"),
+        (1, "something else", "line 1: not a spamfilter export file"),
+        (2, "labels\tham\tjunk", "line 2: unknown label 'junk'"),
+        (4, "total\tjunk\t1\t1\t1", "line 4: unknown label 'junk'"),
+        (4, "total\tham\t-1\t1\t1", "line 4: -1 is not a non-negative count"),
+        (5, "token\t01\t1\t2\t0\t0\t20500", "line 5: '01' is not a decimal integer"),
+        (5, "token\t9223372036854775808\t1\t2\t0\t0\t1", "not a 64-bit signed token id"),
+        (5, "token\t1\t1\t2\t0\t0", "line 5: a 'token' record has 6 fields, this one 5"),
+        (6, "token\t-9223372036854775808\t1\t1\t0\t0\t1", "line 6: token records must come"),
+        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03 10:15:00Z\t", "line 7: time"),
+        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t!!", "line 7: unreadable"),
+        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t{BAD_BAG}", "positive"),
+        (7, f"learned\t{DIGEST_A.upper()}\tham\t2026-03-03T10:15:00.000000Z\t", "lowercase"),
+        (8, "scope\tsite", "line 8: scopes must come once each"),
+        (8, "scope\tuser:Alice", "line 8: user scope 'user:Alice' is not a normalised"),
+        (8, "scope\tother", "line 8: scope 'other' is neither"),
+        (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t", "ascending digest"),
+        (10, "end\t2\t1\t2\t3", "line 10: the record counts of 'end' disagree"),
+        (10, "frob", "line 10: unknown record 'frob'"),
+        (10, None, "line 10: the file ends without its 'end' record"),
+    ],
+)
+def test_a_bad_line_is_named(number: int, line: str | None, message: str) -> None:
+    with pytest.raises(InvalidDataFile, match=message.replace("(", r"\(")):
+        read(_replace(sample(), number, line))
+
+
+def test_truncation_anywhere_is_detected() -> None:
+    text = sample()
+    for cut in range(len(text)):  # every prefix, mid-line ones included
+        with pytest.raises(InvalidDataFile):
+            read(text[:cut])
+    with pytest.raises(InvalidDataFile, match="after the 'end' record"):
+        read(text + "scope\tuser:zed\n")
+
+
+def test_records_before_their_place_are_refused() -> None:
+    with pytest.raises(InvalidDataFile, match="line 2: the 'labels' record must follow"):
+        read("spamfilter-export\t1\nscope\tsite\n")
+    with pytest.raises(InvalidDataFile, match="line 3: a 'total' record before any 'scope'"):
+        read("spamfilter-export\t1\nlabels\tham\tspam\ntotal\tham\t1\t1\t1\n")
+
+
+ROWS = 50_000
+
+
+def test_exporting_streams_a_batch_at_a_time(
+    engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading 50k token rows in batches of 1,000 holds about one batch (~0.2 MB): were
+    they all in memory at once, the peak would be ~10 MB."""
+    monkeypatch.setattr("app.storage.transfer.BATCH", 1_000)
+    store = Store(engine)
+    with store.transaction(write=True) as tx:
+        tx.add("global", "ham", {1: 1}, vocabulary=True)
+    with engine.begin() as conn:
+        scope_id = conn.execute(sa.text("SELECT id FROM model_scope")).scalar_one()
+        conn.execute(
+            sa.text(
+                "INSERT INTO token_count (scope_id, token_id, ham_messages, ham_occurrences,"
+                " spam_messages, spam_occurrences, seen_day)"
+                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows)"
+                " SELECT :scope, i * 7919 - 800000000, 1, 2, 0, 3, 20000 FROM n"
+            ),
+            {"rows": ROWS, "scope": scope_id},
+        )
+
+    class Sink:
+        lines = 0
+
+        def write(self, text: str, /) -> int:
+            self.lines += text.count("\n")
+            return len(text)
+
+    sink = Sink()
+    tracemalloc.start()
+    try:
+        with store.transaction(write=False) as tx:
+            Writer(sink).tokens(tx.model_rows().tokens("global"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sink.lines == ROWS + 1
+    assert peak < 2_000_000, f"peak {peak:,} bytes"
+
+
+@pytest.fixture
+def sqlite_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    drop_settings(monkeypatch)
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    return Settings(_env_file=None, database_url=url, training_mode="everything")
+
+
+def test_backup_copies_a_database_that_is_being_written(
+    sqlite_settings: Settings, make_service: ServiceFactory, tmp_path: Path
+) -> None:
+    service = make_service(sqlite_settings)
+    writer = make_service(sqlite_settings)  # a second engine: another writer
+    rng = random.Random(3)
+    for serial in range(50):
+        service.learn(ham_message(rng, serial), "ham")
+    stop = threading.Event()
+    learned = [50]
+
+    def keep_learning() -> None:
+        serial = 1000
+        while not stop.is_set():
+            writer.learn(ham_message(rng, serial), "ham")
+            serial += 1
+            learned[0] += 1
+
+    thread = threading.Thread(target=keep_learning)
+    thread.start()
+    copies = []
+    try:
+        for n in range(5):
+            while learned[0] < 50 + 10 * (n + 1):
+                stop.wait(0.01)
+            copy = tmp_path / f"copy-{n}.db"
+            assert service.backup(copy) == copy.stat().st_size
+            copies.append(copy)
+    finally:
+        stop.set()
+        thread.join()
+    counts = []
+    for copy in copies:
+        with sqlite3.connect(copy) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+                (head_revision(),)
+            ]
+            counts.append(conn.execute("SELECT count(*) FROM learned_message").fetchone()[0])
+        assert_consistent(f"sqlite:///{copy}")  # counts agree with the learned records
+    assert counts == sorted(counts) and counts[0] > 50 and counts[-1] <= learned[0]
+
+
+def test_backup_refuses_an_existing_file_unless_forced(
+    sqlite_settings: Settings, make_service: ServiceFactory, tmp_path: Path
+) -> None:
+    service = make_service(sqlite_settings)
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(b"keep me")
+    with pytest.raises(TransferRefused, match="--force"):
+        service.backup(copy)
+    assert copy.read_bytes() == b"keep me"
+    service.backup(copy, overwrite=True)
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+@pytest.mark.postgres
+def test_backup_of_postgresql_points_to_pg_dump(
+    service: SpamFilter, database_backend: str, tmp_path: Path
+) -> None:
+    if database_backend != "postgresql":
+        pytest.skip("the SQLite case is the backup itself")
+    with pytest.raises(TransferRefused, match="pg_dump -Fc"):
+        service.backup(tmp_path / "copy.db")
+    assert not (tmp_path / "copy.db").exists()
+
+
+def test_merging_adds_counts_and_keeps_the_later_seen_day(engine: sa.Engine) -> None:
+    store = Store(engine)
+    first = [(1, {"ham": (1, 2)}, 100), (2, {"spam": (1, 1)}, 300)]
+    second = [(1, {"ham": (1, 1), "spam": (2, 5)}, 200), (2, {"spam": (1, 4)}, 50), (3, {}, 7)]
+    for rows in (first, second):
+        with store.transaction(write=True) as tx:
+            model = tx.model_rows()
+            model.prepare("global", replace=False)
+            model.add_tokens("global", rows)
+            vocabulary = model.recount_vocabulary("global")
+    with engine.connect() as conn:
+        stored = conn.execute(
+            sa.text(
+                "SELECT token_id, ham_messages, ham_occurrences, spam_messages, "
+                "spam_occurrences, seen_day FROM token_count ORDER BY token_id"
+            )
+        ).all()
+    assert [tuple(row) for row in stored] == [
+        (1, 2, 3, 2, 5, 200),
+        (2, 0, 0, 2, 5, 300),
+        (3, 0, 0, 0, 0, 7),
+    ]
+    assert vocabulary == 3
