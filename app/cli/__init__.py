@@ -1,4 +1,4 @@
-"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade.
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, expire, db upgrade.
 
 Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
@@ -34,6 +34,7 @@ from app.cli.messages import classify, forget, learn
 from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
+from app.cli.upkeep import expire
 from app.errors import SpamFilterError, describe
 
 
@@ -151,6 +152,7 @@ cli.add_command(spamd)
 cli.add_command(milter)
 cli.add_command(bench)
 cli.add_command(config_group)
+cli.add_command(expire)
 
 
 def main() -> None:
