@@ -259,8 +259,8 @@ class Settings(BaseSettings):
     # 1-ROCA% goes 0.052 -> 0.057 / 0.065 / 0.121 on the SpamAssassin corpus (seed 1) and
     # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (README, "Keeping the database small"): a cap
     # well below what a model learns costs accuracy. Those corpora leave 54k-56k tokens after
-    # 6k-11k messages, so a million is reached only by a model fed hundreds of thousands of
-    # messages, where it keeps the database near 60 MB per model.
+    # 6k-11k messages (94k after both, 17k messages), so a million is reached only by a model
+    # fed hundreds of thousands of messages; a million token rows take about 22 MB in SQLite.
     max_tokens: int = Field(
         1_000_000,
         ge=0,
