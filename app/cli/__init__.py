@@ -1,5 +1,5 @@
-"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, db upgrade,
-export, import, backup.
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, expire,
+db upgrade, export, import, backup.
 
 Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
@@ -36,6 +36,7 @@ from app.cli.messages import classify, forget, learn
 from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
+from app.cli.upkeep import expire
 from app.errors import SpamFilterError, describe
 
 
@@ -156,6 +157,7 @@ cli.add_command(config_group)
 cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(backup)
+cli.add_command(expire)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from app.service.results import (
 from app.service.scoping import Models, models_for
 from app.service.transfer import ImportMode, ImportResult, Transfer
 from app.service.transfer_format import Counts, TextSink
+from app.service.upkeep import ExpiryReport, Upkeep
 from app.service.watching import Watcher
 from app.settings import Settings
 from app.storage.store import Store
@@ -48,7 +49,8 @@ class SpamFilter:
         self._store = store
         self._settings = settings
         self._judge = Judge(store, settings)
-        self._trainer = Trainer(store, settings, self._judge)
+        self._upkeep = Upkeep(store, settings)
+        self._trainer = Trainer(store, settings, self._judge, self._upkeep)
         self._watch = Watcher(observers, adapter)
         self._transfer = Transfer(store, settings)
 
@@ -158,6 +160,21 @@ class SpamFilter:
     def backup(self, destination: Path, overwrite: bool = False) -> int:
         """Copy the live SQLite database to ``destination``; its size in bytes."""
         return self._transfer.backup(destination, overwrite)
+
+    def expire(
+        self,
+        user: str | None = None,
+        every: bool = False,
+        dry_run: bool = False,
+        max_tokens: int | None = None,
+        max_age_days: int | None = None,
+    ) -> list[ExpiryReport]:
+        """Expire old and rare tokens of ``user``'s model (None: the site-wide one), or with
+        ``every`` of the site-wide model and every user's; limits default to the settings'.
+        One transaction per model; ``dry_run`` only counts (see ``app.service.upkeep``)."""
+        scopes = self._upkeep.scopes(user, every)
+        limits = self._upkeep.limits(max_tokens, max_age_days)
+        return self._upkeep.expire(scopes, limits, dry_run)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):

@@ -18,6 +18,7 @@ from app.errors import InvalidLabel, StorageConflict
 from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
 from app.service.scoping import Models
+from app.service.upkeep import Upkeep
 from app.settings import Settings
 from app.storage.store import LearnedRecord, Store, Transaction
 
@@ -28,10 +29,11 @@ _RETRIES = 5
 class Trainer:
     """Feedback on messages: learn as a label, relabel, forget."""
 
-    def __init__(self, store: Store, settings: Settings, judge: Judge) -> None:
+    def __init__(self, store: Store, settings: Settings, judge: Judge, upkeep: Upkeep) -> None:
         self._store = store
         self._settings = settings
         self._judge = judge
+        self._upkeep = upkeep
 
     def learn(self, analysed: Analysed, target: Label, models: Models) -> FeedbackResult:
         """Learn a message as ``target``: learned, relabelled (counts moved), unchanged, or
@@ -39,15 +41,19 @@ class Trainer:
 
         For a user, the user's model learns it and, when ``users.train_site`` is set, so does
         the site-wide model (judged on its own for thick training), in one transaction; the
-        outcome is the user's model's."""
+        outcome is the user's model's. Expiry may follow, after the commit (see ``upkeep``)."""
+        grown: dict[str, int] = {}
 
         def work(tx: Transaction) -> Outcome:
             outcome = self._learn_in(tx, models, analysed, target)
             for site in self._site_models(models):
                 self._learn_in(tx, site, analysed, target)
+            grown.update(tx.grown())
             return outcome
 
-        return FeedbackResult(analysed.digest, target, self._write(work), analysed.form)
+        result = FeedbackResult(analysed.digest, target, self._write(work), analysed.form)
+        self._upkeep.after_learn(grown)
+        return result
 
     def forget(self, analysed: Analysed, models: Models) -> FeedbackResult:
         """Remove a learned message's counts exactly; ``unknown`` if it was never learned.

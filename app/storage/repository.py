@@ -15,11 +15,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, and_, delete, select, text, update
+from sqlalchemy import Connection, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from app.storage import dialect
 from app.storage.codec import decode_bag, encode_bag
+from app.storage.expiry import Expiry
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
     all_label_columns,
@@ -83,6 +84,16 @@ class Transaction:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._scopes = ScopeIds(conn)
+        self._grown: dict[str, int] = {}
+
+    def grown(self) -> dict[str, int]:
+        """Scope -> its vocabulary size after this transaction's last add that grew it (the
+        value the add's own update returned: asking costs no query)."""
+        return dict(self._grown)
+
+    def expiry(self) -> Expiry:
+        """Expiry of old and rare tokens, in this transaction (see ``expiry.py``)."""
+        return Expiry(self._conn, self._scopes)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
@@ -216,8 +227,10 @@ class Transaction:
         """Add one message's tokens to ``label``: counts, totals, and each row's seen day.
 
         With ``vocabulary`` true the rows this creates grow the vocabulary (a row is new when
-        its occurrences over all labels are what this message added); a relabel passes false,
-        because its tokens only move between labels of rows that exist.
+        its occurrences over all labels are what this message added); a relabel passes false:
+        its tokens move between labels of rows that exist, except rows expiry has deleted
+        since, which come back and grow the vocabulary again (found by reading the ids first,
+        as the relabel's subtract may have left rows of this message at zero).
         """
         scope_id = self._scopes.changing(scope)
         own = label_columns(label)
@@ -239,53 +252,86 @@ class Transaction:
             }
             for i in sorted(bag)
         ]
-        new = 0
         if vocabulary:
             occurrences = [lc.occurrences.name for lc in all_label_columns()]
             new = dialect.increment_returning_new(
                 self._conn, token_count, rows, occurrences, exclude=others, replace=["seen_day"]
             )
         else:
+            ids = [row["token_id"] for row in rows]
+            found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, ids)
+            new = len(ids) - len(found)
             dialect.increment(self._conn, token_count, rows, exclude=others, replace=["seen_day"])
-        self._bump_totals(scope_id, label, bag, grow=True)
-        self._scopes.grow_vocabulary(scope_id, new)
+        self._bump_totals(scope_id, label, bag)
+        size = self._scopes.grow_vocabulary(scope_id, new)
+        if size is not None:
+            self._grown[scope] = size
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Remove one message's tokens from ``label`` (counts clamp at zero; seen days stay).
+        """Remove one message's tokens from ``label``, as far as the rows still hold them.
 
+        Expiry may have deleted rows of the message (or deleted and re-created them), so each
+        row gives up at most what it holds, and the totals drop by exactly what the rows gave
+        up: ``label_total`` stays the sum over the rows, and nothing goes below zero. The
+        rows are read first (the scope row, locked by ``changing``, keeps them still).
         With ``vocabulary`` true (a forget) rows left without occurrences in any label are
-        deleted and the vocabulary shrinks by as many; with it false (a relabel, the tokens
-        move to another label) no row is deleted and the vocabulary is left alone.
+        deleted, with whatever counts they still hold, and the vocabulary shrinks by as many;
+        with it false (a relabel, the tokens move to another label) no row is deleted.
+        Seen days stay.
         """
         scope_id = self._scopes.changing(scope, create=False)
         if scope_id is None:
             return  # nothing was ever learned in this scope
-        own = label_columns(label)
-        ids = sorted(bag)
-        rows = [
-            {
-                "scope_id": scope_id,
-                "token_id": i,
-                own.messages.name: 1,
-                own.occurrences.name: bag[i],
-            }
-            for i in ids
-        ]
-        dialect.decrement(self._conn, token_count, rows)
-        self._bump_totals(scope_id, label, bag, grow=False)
-        if vocabulary:
-            empty = and_(*(lc.occurrences == 0 for lc in all_label_columns()))
-            gone = self._conn.execute(
+        labels = all_label_columns()
+        own = labels.index(label_columns(label))
+        columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+        found = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, sorted(bag))
+        lost = {lc.label: [0, 0] for lc in labels}  # occurrences, token messages
+        taken: list[dict[str, int]] = []
+        gone: list[int] = []
+        for token_id, *values in found:
+            occurrences = min(values[2 * own], bag[token_id])
+            messages = min(values[2 * own + 1], 1)
+            if vocabulary and sum(values[0::2]) == occurrences:
+                gone.append(token_id)
+                for k, lc in enumerate(labels):
+                    lost[lc.label][0] += values[2 * k]
+                    lost[lc.label][1] += values[2 * k + 1]
+            elif occurrences or messages:
+                lost[label][0] += occurrences
+                lost[label][1] += messages
+                taken.append(
+                    {
+                        "scope_id": scope_id,
+                        "token_id": token_id,
+                        labels[own].messages.name: messages,
+                        labels[own].occurrences.name: occurrences,
+                    }
+                )
+        dialect.decrement(self._conn, token_count, taken)
+        if gone:
+            self._conn.execute(
                 delete(token_count).where(
                     token_count.c.scope_id == scope_id,
-                    dialect.id_filter(self._conn, token_count.c.token_id, ids),
-                    empty,
+                    dialect.id_filter(self._conn, token_count.c.token_id, gone),
                 )
-            ).rowcount
-            self._scopes.shrink_vocabulary(scope_id, gone)
+            )
+            self._scopes.shrink_vocabulary(scope_id, len(gone))
+        totals = [
+            {
+                "scope_id": scope_id,
+                "label": name,
+                "messages": int(name == label),
+                "occurrences": occurrences,
+                "token_messages": messages,
+            }
+            for name, (occurrences, messages) in lost.items()
+            if name == label or occurrences or messages
+        ]
+        dialect.decrement(self._conn, label_total, totals)
 
-    def _bump_totals(self, scope_id: int, label: str, bag: Mapping[int, int], grow: bool) -> None:
-        """One message more (``grow``) or less in ``label``'s totals."""
+    def _bump_totals(self, scope_id: int, label: str, bag: Mapping[int, int]) -> None:
+        """One message more in ``label``'s totals."""
         row = {
             "scope_id": scope_id,
             "label": label,
@@ -293,7 +339,7 @@ class Transaction:
             "occurrences": sum(bag.values()),
             "token_messages": len(bag),
         }
-        (dialect.increment if grow else dialect.decrement)(self._conn, label_total, [row])
+        dialect.increment(self._conn, label_total, [row])
 
 
 def _today() -> int:

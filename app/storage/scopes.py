@@ -83,14 +83,20 @@ class ScopeIds:
             self._bumped.add(scope_id)
         return scope_id
 
-    def grow_vocabulary(self, scope_id: int, tokens: int) -> None:
-        """``tokens`` more distinct tokens in the scope's vocabulary."""
-        if tokens:
+    def grow_vocabulary(self, scope_id: int, tokens: int) -> int | None:
+        """``tokens`` more distinct tokens in the scope's vocabulary; its size after (None
+        when ``tokens`` is 0 and nothing was written). The size comes back with the update,
+        so whoever watches it (automatic expiry) costs a learn no query of its own."""
+        if not tokens:
+            return None
+        return int(
             self._conn.execute(
                 update(model_scope)
                 .where(model_scope.c.id == scope_id)
                 .values(vocabulary=model_scope.c.vocabulary + tokens)
-            )
+                .returning(model_scope.c.vocabulary)
+            ).scalar_one()
+        )
 
     def shrink_vocabulary(self, scope_id: int, tokens: int) -> None:
         """``tokens`` fewer distinct tokens in the scope's vocabulary (never below zero)."""
