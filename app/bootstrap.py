@@ -31,7 +31,23 @@ def build_service(
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
 
         upgrade(engine)
-    return SpamFilter(Store(engine), settings, observers(settings, adapter, registry), adapter)
+    chosen = observers(settings, adapter, registry)
+    recorder = None
+    if adapter in DAEMONS and settings.console.record:
+        from app.telemetry.recorder import Recorder
+
+        console = settings.console
+        recorder = Recorder(
+            lambda events: service.history.record(events),
+            console.flush_seconds,
+            console.flush_events,
+            console.buffer_events,
+        )
+        chosen.append(recorder)
+    service = SpamFilter(Store(engine), settings, chosen, adapter)
+    if recorder is not None:
+        recorder.start()
+    return service
 
 
 def observers(

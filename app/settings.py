@@ -240,6 +240,45 @@ class UserSettings(BaseModel):
     )
 
 
+class ConsoleSettings(BaseModel):
+    """The web console at /ui/ and the activity it shows (recorded by serve, spamd, milter)."""
+
+    enabled: bool = Field(True, description="serve the web console at /ui/")
+    record: bool = Field(
+        True, description="daemons record verdicts and per-minute counts for the console"
+    )
+    session_key: str = Field(
+        "",
+        description="key signing console session cookies (empty: derived from the tokens, so "
+        "every worker agrees; changing a token then ends every session)",
+    )
+    session_hours: float = Field(12.0, gt=0, le=24 * 30, description="a login lasts this long")
+    secure_cookie: bool = Field(
+        False,
+        description="always mark the session cookie Secure (it is whenever the request is "
+        "HTTPS); set behind a proxy that terminates TLS",
+    )
+    history_entries: int = Field(10_000, ge=0, description="verdicts kept in the history")
+    history_days: float = Field(7.0, ge=0, description="verdicts older than this are deleted")
+    keep_tokens_hours: float = Field(
+        48.0,
+        ge=0,
+        description="a verdict's tokens are kept this long, so it can be learned from the "
+        "history (0: never kept)",
+    )
+    show_senders: bool = Field(
+        True, description="keep the sender and subject of each verdict in the history"
+    )
+    rollup_days: int = Field(30, ge=1, description="per-minute counts are kept this long")
+    flush_seconds: float = Field(
+        2.0, gt=0, le=300, description="recorded activity is written at least this often"
+    )
+    flush_events: int = Field(500, ge=1, description="... or once this many events wait")
+    buffer_events: int = Field(
+        20_000, ge=1, description="events held in memory at most; past it the oldest are lost"
+    )
+
+
 class Settings(BaseSettings):
     """Everything configurable, read from the environment (and a .env file if present)."""
 
@@ -249,6 +288,9 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default_factory=default_database_url)
     api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Tokens that open the console read-only (status, history, graphs, scan); api_tokens
+    # are the admin role, which may also learn and forget.
+    read_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # A user's scope is ``<scope>/user:<name>`` (app.domain.users): 44 + 6 + 150 characters
     # fit the 200 of a scope name.
     scope: str = Field(
@@ -296,8 +338,9 @@ class Settings(BaseSettings):
     milter: MilterSettings = MilterSettings()
     users: UserSettings = UserSettings()
     log: LogSettings = LogSettings()
+    console: ConsoleSettings = ConsoleSettings()
 
-    @field_validator("api_tokens", mode="before")
+    @field_validator("api_tokens", "read_tokens", mode="before")
     @classmethod
     def _split_tokens(cls, value: object) -> object:
         if isinstance(value, str):

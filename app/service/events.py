@@ -10,8 +10,8 @@ the service never changes what it answers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -26,6 +26,10 @@ class Event:
     spamd, milter, pipe, cli); ``user`` the normalised user (None: site-wide model);
     ``outcome`` the verdict of a classify, the outcome of a learn or forget, or ``error``;
     ``error`` the error code when the call failed; ``seconds`` its duration.
+
+    ``sender``, ``subject``, ``tokens`` and ``clues`` (a classify's (token, weight) pairs) are
+    for observers that keep a bounded history (the console's recorder); the verdict log
+    leaves them out.
     """
 
     time: datetime
@@ -40,6 +44,10 @@ class Event:
     log_odds: float | None = None
     form: str | None = None
     error: str | None = None
+    sender: str | None = None
+    subject: str | None = None
+    tokens: Mapping[str, int] | None = field(default=None, repr=False)
+    clues: tuple[tuple[str, float], ...] = field(default=(), repr=False)
 
 
 class Observer(Protocol):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.domain.labels import LABELS
 from app.service.events import Observer
+from app.service.history import History
 from app.service.judging import Judge
 from app.service.learning import Trainer, feedback_label
 from app.service.results import (
@@ -53,6 +54,8 @@ class SpamFilter:
         self._trainer = Trainer(store, settings, self._judge, self._upkeep)
         self._watch = Watcher(observers, adapter)
         self._transfer = Transfer(store, settings)
+        # The console's recorded activity (written by the recorder, read by the console).
+        self.history = History(store, settings)
 
     @property
     def database(self) -> str:
@@ -69,7 +72,9 @@ class SpamFilter:
         return self._store.readiness()
 
     def close(self) -> None:
-        """Release every database connection."""
+        """Let the observers finish (the console's recorder flushes), then release every
+        database connection."""
+        self._watch.close()
         self._store.dispose()
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
@@ -89,7 +94,8 @@ class SpamFilter:
                 message if isinstance(message, Analysed) else self.analyse(message, form=form)
             )
             result = self._judge.classify(analysed, models)
-            watch.answer(result.verdict.value, log_odds=result.log_odds)
+            clues = tuple((clue.token, clue.weight) for clue in result.clues)
+            watch.answer(result.verdict.value, log_odds=result.log_odds, clues=clues)
         return result
 
     def learn(

@@ -67,6 +67,11 @@ def _printable(text: str) -> str:
     return "".join(c for c in text if " " < c < "\x7f")
 
 
+def _shown(text: str) -> str | None:
+    """A header value fit for a history line: control characters become spaces."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or None
+
+
 class Judge:
     """Reads messages and scores them against the learned counts of a scope."""
 
@@ -112,6 +117,8 @@ class Judge:
                 raise InvalidMessage(str(text_error)) from text_error
         tokens = tokenize(parsed, self._options)
         message_id = header_field(parsed.message, "Message-ID", _MESSAGE_ID_LIMIT)[0].strip()
+        sender = header_field(parsed.message, "From", _MESSAGE_ID_LIMIT)[0].strip()
+        subject = header_field(parsed.message, "Subject", _MESSAGE_ID_LIMIT)[0].strip()
         return Analysed(
             parsed.digest,
             tokens,
@@ -119,6 +126,8 @@ class Judge:
             parsed.legacy_digest,
             read_as,
             _printable(message_id) or None,
+            _shown(sender),
+            _shown(subject),
         )
 
     def classify(self, analysed: Analysed, models: Models) -> Classification:

@@ -43,6 +43,8 @@ class Analysed:
     legacy_digest: str | None = None
     form: str = "rfc822"
     message_id: str | None = None
+    sender: str | None = None
+    subject: str | None = None
     ids: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -40,6 +40,13 @@ class Watcher:
         self._observers = tuple(observers)
         self._adapter = adapter
 
+    def close(self) -> None:
+        """Let observers that hold resources (a ``close`` method) finish their work."""
+        for observer in self._observers:
+            close = getattr(observer, "close", None)
+            if callable(close):
+                close()
+
     @contextmanager
     def call(self, name: str, user: str | None) -> Iterator[Watch]:
         """Watch one call named ``name``; an exception is reported as ``error`` and re-raised."""
@@ -76,6 +83,9 @@ class Watcher:
             message_id=analysed.message_id if analysed else None,
             digest=analysed.digest if analysed else None,
             form=analysed.form if analysed else None,
+            sender=analysed.sender if analysed else None,
+            subject=analysed.subject if analysed else None,
+            tokens=analysed.tokens if analysed else None,
             **details,
         )
         notify(self._observers, event)

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from app.storage import dialect
+from app.storage.activity import Activity
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.expiry import Expiry
 from app.storage.scopes import ScopeIds
@@ -94,6 +95,10 @@ class Transaction:
     def expiry(self) -> Expiry:
         """Expiry of old and rare tokens, in this transaction (see ``expiry.py``)."""
         return Expiry(self._conn, self._scopes)
+
+    def activity(self) -> Activity:
+        """The console's history and per-minute counts, in this transaction."""
+        return Activity(self._conn)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""

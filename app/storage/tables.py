@@ -23,12 +23,15 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
@@ -105,6 +108,49 @@ learned_message = Table(
     Column("tokens", LargeBinary, nullable=False),
     Column("learned_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("scope_id", "digest"),
+)
+
+
+# The console's activity (see ``app.storage.activity``): recent verdicts, and per-minute counts
+# written by each process (``source``) into rows of its own, so daemons never contend for one.
+LATENCY_BUCKETS = 13
+ACTIVITY_TEXT = 256
+
+activity_entry = Table(
+    "activity_entry",
+    metadata,
+    Column("id", Integer, nullable=False, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("adapter", String(16), nullable=False),
+    Column("user_name", String(SCOPE_LENGTH)),
+    Column("sender", String(ACTIVITY_TEXT)),
+    Column("subject", String(ACTIVITY_TEXT)),
+    Column("message_id", String(ACTIVITY_TEXT)),
+    Column("digest", String(64), nullable=False),
+    Column("verdict", String(16), nullable=False),
+    Column("log_odds", Float, nullable=False),
+    Column("ms", Float, nullable=False),
+    Column("form", String(16), nullable=False),
+    Column("clues", Text, nullable=False),
+    Column("tokens", LargeBinary),
+    Column("learned", String(LABEL_LENGTH)),
+    PrimaryKeyConstraint("id"),
+    Index("ix_activity_entry_at", "at"),
+    Index("ix_activity_entry_digest", "digest"),
+)
+
+activity_minute = Table(
+    "activity_minute",
+    metadata,
+    Column("minute", Integer, nullable=False, autoincrement=False),
+    Column("source", String(32), nullable=False),
+    Column("adapter", String(16), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("count", BigInteger, nullable=False),
+    Column("ms_total", Float, nullable=False),
+    *(Column(f"lat_{i}", BigInteger, nullable=False) for i in range(LATENCY_BUCKETS)),
+    PrimaryKeyConstraint("minute", "source", "adapter", "action", "outcome"),
 )
 
 
