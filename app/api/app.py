@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
 from app.api.calls import service_slots
+from app.api.console import install as install_console
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
@@ -62,6 +63,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     app.state.service = service
     install_error_handlers(app)
     app.include_router(router)
+    install_console(app, settings)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 
@@ -80,7 +82,7 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = given
         if service is None:
-            service = await run_in_threadpool(build_service, settings, True)
+            service = await run_in_threadpool(build_service, settings, True, "http")
         app.state.service = service
         try:
             yield

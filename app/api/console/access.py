@@ -1,0 +1,142 @@
+"""Who may see the console: sessions from the cookie, CSRF on every POST, roles, responses.
+
+``install`` adds the console to an app: its routes, static files, the signing keys and the
+handlers that turn a missing session into a redirect to the login page and a refused
+action into a 403 page. Every console response carries a strict Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import resources
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.console.markup import notice, page, refused_page
+from app.api.console.session import COOKIE, Keys, Session
+from app.settings import Settings
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+STATIC = {
+    "console.css": "text/css; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "uPlot.min.css": "text/css; charset=utf-8",
+    "uPlot.iife.min.js": "text/javascript; charset=utf-8",
+    "uPlot.LICENSE.txt": "text/plain; charset=utf-8",
+}
+
+
+class LoginNeeded(Exception):
+    """No valid session: go to the login page."""
+
+
+class Forbidden(Exception):
+    """The session may not do this (role, CSRF), or the console is closed (``closed``)."""
+
+
+def keys_of(request: Request) -> Keys:
+    """The app's console keys."""
+    keys: Keys = request.app.state.console_keys
+    return keys
+
+
+async def console_session(request: Request) -> Session:
+    """The request's session; LoginNeeded without one, Forbidden("closed") without tokens."""
+    keys = keys_of(request)
+    if not keys.configured:
+        raise Forbidden("closed")
+    session = keys.session(request.cookies.get(COOKIE))
+    if session is None:
+        raise LoginNeeded()
+    return session
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """The urlencoded form in the body (first value of each field), read under a cap."""
+    settings: Settings = request.app.state.settings
+    cap = settings.server.max_message_bytes * 4 + 65536
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > cap:
+            raise Forbidden("the form is larger than the service accepts")
+    fields = parse_qs(body.decode("utf-8", "surrogateescape"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+async def require_csrf(request: Request, session: Session) -> dict[str, str]:
+    """The POSTed form, once its CSRF token is the session's; Forbidden otherwise."""
+    form = await form_of(request)
+    if not keys_of(request).csrf_ok(session.nonce, form.get("csrf")):
+        raise Forbidden("the form's CSRF token is missing or wrong; reload the page")
+    return form
+
+
+def require_admin(session: Session) -> None:
+    """Forbidden unless the session may learn and forget."""
+    if not session.is_admin:
+        raise Forbidden("learning and forgetting need an admin (API) token")
+
+
+def html(content: str, status_code: int = 200) -> HTMLResponse:
+    """An HTML response with the console's security headers, never cached."""
+    response = HTMLResponse(content, status_code)
+    response.headers.update(SECURITY_HEADERS)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def open_session(response: Response, value: str, lifetime: int, secure: bool) -> None:
+    """Set (or with ``lifetime`` 0 clear) the session cookie on ``response``."""
+    response.set_cookie(
+        COOKIE, value, max_age=lifetime, path="/ui", httponly=True, samesite="strict", secure=secure
+    )
+
+
+async def on_login_needed(_request: Request, _error: Exception) -> Response:
+    """Go to the login page."""
+    return RedirectResponse("/ui/login", 303)
+
+
+async def on_forbidden(_request: Request, error: Exception) -> Response:
+    """The refusal as a page (the closed console says how to open it)."""
+    if str(error) == "closed":
+        return html(refused_page(), 403)
+    body = notice(str(error), "error") + '<p><a href="/ui/">Back to the console</a></p>'
+    return html(page("Not allowed", body), 403)
+
+
+async def static_file(name: str) -> Response:
+    """One of the console's own assets (no directory listing, no other file)."""
+    media = STATIC.get(name)
+    if media is None:
+        return Response("not found", 404, media_type="text/plain")
+    data = resources.files("app.api.console").joinpath("static", name).read_bytes()
+    headers = {"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"}
+    return Response(data, media_type=media, headers=headers)
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Serve the console at /ui/ in ``app`` (when ``console.enabled``)."""
+    if not settings.console.enabled:
+        return
+    from app.api.console.routes import router
+
+    app.state.console_keys = Keys(settings)
+    app.state.console_started = time.monotonic()
+    app.add_exception_handler(LoginNeeded, on_login_needed)
+    app.add_exception_handler(Forbidden, on_forbidden)
+    app.add_api_route("/ui/static/{name}", static_file, include_in_schema=False)
+    app.include_router(router)
+
+
+SessionDep = Annotated[Session, Depends(console_session)]

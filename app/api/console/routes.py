@@ -1,0 +1,271 @@
+"""The console's routes under /ui/: login, status, traffic, history, scan, accuracy.
+
+Every page needs a session (``access``); every POST needs the session's CSRF token, and
+learning or forgetting an admin session. Service calls run in worker threads like the API's
+(``app.api.calls``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from datetime import UTC, datetime
+from importlib import metadata
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.api.calls import call_service
+from app.api.console import figures
+from app.api.console.access import (
+    Forbidden,
+    SessionDep,
+    form_of,
+    html,
+    keys_of,
+    open_session,
+    require_admin,
+    require_csrf,
+)
+from app.api.console.health import probe_all
+from app.api.console.markup import login_page, page
+from app.api.console.pages import (
+    StatusFacts,
+    accuracy_body,
+    charts_body,
+    entry_body,
+    history_body,
+    scan_body,
+    status_body,
+)
+from app.api.console.session import LOGIN_COOKIE, Session, new_nonce
+from app.api.dependencies import ServiceDep, SettingsDep
+from app.domain.labels import LABELS
+from app.errors import SpamFilterError
+from app.service.results import Outcome
+from app.storage.activity import EntryFilter
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+ADAPTERS = ("http", "spamd", "milter")
+
+
+@router.get("/login")
+async def login_form(request: Request) -> Response:
+    """The login form, bound to a fresh nonce in a short-lived cookie."""
+    keys = keys_of(request)
+    if not keys.configured:
+        raise Forbidden("closed")
+    nonce = new_nonce()
+    response = html(login_page(keys.csrf(nonce)))
+    response.set_cookie(
+        LOGIN_COOKIE,
+        nonce,
+        max_age=900,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+    )
+    return response
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the token; on success open a session and go to the status page."""
+    keys = keys_of(request)
+    if not keys.configured:
+        raise Forbidden("closed")
+    form = await form_of(request)
+    nonce = request.cookies.get(LOGIN_COOKIE, "")
+    if not nonce or not keys.csrf_ok(nonce, form.get("csrf")):
+        raise Forbidden("the login form expired; reload it")
+    role = keys.role_of(form.get("token", ""))
+    if role is None:
+        return html(login_page(keys.csrf(nonce), "That token is not configured."), 401)
+    response = RedirectResponse("/ui/", 303)
+    open_session(response, keys.issue(form["token"], role), keys.lifetime, _secure(request))
+    response.delete_cookie(LOGIN_COOKIE, path="/ui")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request, session: SessionDep) -> Response:
+    """End the session."""
+    await require_csrf(request, session)
+    response = RedirectResponse("/ui/login", 303)
+    open_session(response, "", 0, _secure(request))
+    return response
+
+
+@router.get("")
+async def bare() -> Response:
+    """/ui goes to /ui/."""
+    return RedirectResponse("/ui/", 308)
+
+
+@router.get("/")
+async def status(
+    request: Request, session: SessionDep, service: ServiceDep, settings: SettingsDep
+) -> Response:
+    """Version, database, what is learned, training, users, daemons."""
+    stats = await run_in_threadpool(service.stats)
+    readiness = await run_in_threadpool(service.readiness)
+    size = await run_in_threadpool(service.history.database_bytes)
+    http_detail = "ready" if readiness is None else f"not ready: {readiness}"
+    daemons = await run_in_threadpool(probe_all, settings, http_detail)
+    found = StatusFacts(
+        version=_version(),
+        stats=stats,
+        readiness=readiness,
+        database_bytes=size,
+        uptime_seconds=time.monotonic() - request.app.state.console_started,
+        daemons=daemons,
+    )
+    return _page(request, session, "Status", status_body(found, settings), "status")
+
+
+@router.get("/traffic")
+async def traffic(request: Request, session: SessionDep, service: ServiceDep) -> Response:
+    """Throughput by verdict and adapter, feedback, latency: the last hour and last 7 days."""
+    now = datetime.now(UTC)
+    hour = await run_in_threadpool(figures.window, service.history, now, 60, 1)
+    days = await run_in_threadpool(figures.window, service.history, now, 7 * 1440, 60)
+    body = charts_body(
+        figures.traffic_charts(*hour, 1), "<h2>The last hour (per minute)</h2>"
+    ) + charts_body(figures.traffic_charts(*days, 60), "<h2>The last 7 days (hourly means)</h2>")
+    return _page(request, session, "Traffic", body, "traffic")
+
+
+@router.get("/accuracy")
+async def accuracy(request: Request, session: SessionDep, service: ServiceDep) -> Response:
+    """Errors reported through feedback, per day over the last 30 days."""
+    starts, rows = await run_in_threadpool(
+        figures.window, service.history, datetime.now(UTC), 30 * 1440, 1440
+    )
+    days = figures.accuracy_rows(starts, rows)
+    body = accuracy_body(days, figures.accuracy_chart(days))
+    return _page(request, session, "Accuracy", body, "accuracy")
+
+
+@router.get("/history")
+async def history(request: Request, session: SessionDep, service: ServiceDep) -> Response:
+    """The newest verdicts, filtered by verdict, adapter, user and text."""
+    query = request.query_params
+    before = query.get("before", "")
+    chosen = EntryFilter(
+        verdict=query.get("verdict") or None,
+        adapter=query.get("adapter") or None,
+        user=query.get("user") or None,
+        text=(query.get("q") or "").strip()[:100] or None,
+        before_id=int(before) if before.isdigit() else None,
+    )
+    entries = await run_in_threadpool(service.history.entries, chosen, 100)
+    return _page(request, session, "History", history_body(entries, chosen, ADAPTERS), "history")
+
+
+@router.get("/history/{entry_id}")
+async def entry(
+    request: Request, entry_id: int, session: SessionDep, service: ServiceDep
+) -> Response:
+    """One verdict with its clue chart; learn or forget it while its tokens are kept."""
+    found = await run_in_threadpool(service.history.entry, entry_id)
+    if found is None:
+        return _page(request, session, "Not found", "<p>No such history entry.</p>", "history", 404)
+    shown, analysed = found
+    done = request.query_params.get("done", "")
+    told = done if done in _DONE else ""
+    body = entry_body(
+        shown, analysed is not None, keys_of(request).csrf(session.nonce), session.is_admin, told
+    )
+    return _page(request, session, "Verdict", body, "history")
+
+
+@router.post("/history/{entry_id}")
+async def learn_entry(
+    request: Request, entry_id: int, session: SessionDep, service: ServiceDep
+) -> Response:
+    """Learn (or forget) a history entry from its kept tokens, as the feedback endpoint would."""
+    form = await require_csrf(request, session)
+    require_admin(session)
+    found = await run_in_threadpool(service.history.entry, entry_id)
+    if found is None:
+        raise Forbidden("no such history entry")
+    shown, analysed = found
+    if analysed is None:
+        raise Forbidden("this entry's tokens are no longer kept")
+    action = form.get("action", "")
+    if action == "forget":
+        result = await call_service(request, service.forget, analysed, user=shown.user)
+    elif action in LABELS:
+        result = await call_service(request, service.learn, analysed, action, user=shown.user)
+    else:
+        raise Forbidden("unknown action")
+    done = f"{result.outcome.value} as {result.label}" if result.label else result.outcome.value
+    return RedirectResponse(f"/ui/history/{entry_id}?done={done.replace(' ', '+')}", 303)
+
+
+@router.get("/scan")
+async def scan_form(request: Request, session: SessionDep) -> Response:
+    """Paste or upload a message."""
+    csrf = keys_of(request).csrf(session.nonce)
+    return _page(request, session, "Scan and learn", scan_body(csrf, session.is_admin), "scan")
+
+
+@router.post("/scan")
+async def scan(request: Request, session: SessionDep, service: ServiceDep) -> Response:
+    """Classify the message; learn or forget it (admin)."""
+    form = await require_csrf(request, session)
+    csrf = keys_of(request).csrf(session.nonce)
+    raw_text = form.get("raw", "")
+    raw = _uploaded(form.get("upload_b64", "")) or raw_text.encode("utf-8", "surrogateescape")
+    action = form.get("action", "classify")
+    if action != "classify":
+        require_admin(session)
+    learned = None
+    try:
+        if action == "forget":
+            learned = await call_service(request, service.forget, raw, form="auto")
+        elif action in LABELS:
+            learned = await call_service(request, service.learn, raw, action, form="auto")
+        result = await call_service(request, service.classify, raw, form="auto")
+    except SpamFilterError as error:
+        body = scan_body(csrf, session.is_admin, raw_text, error=f"{error.code}: {error}")
+        return _page(request, session, "Scan and learn", body, "scan", 400)
+    shown = raw_text or raw.decode("utf-8", "replace")
+    body = scan_body(csrf, session.is_admin, shown, result, learned)
+    return _page(request, session, "Scan and learn", body, "scan")
+
+
+_DONE = frozenset(
+    [o.value for o in Outcome] + [f"{o.value} as {label}" for o in Outcome for label in LABELS]
+)
+
+
+def _uploaded(encoded: str) -> bytes:
+    if not encoded:
+        return b""
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _page(
+    request: Request, session: Session, title: str, body: str, active: str, status_code: int = 200
+) -> Response:
+    csrf = keys_of(request).csrf(session.nonce)
+    return html(page(title, body, active, session, csrf), status_code)
+
+
+def _secure(request: Request) -> bool:
+    settings = request.app.state.settings
+    return request.url.scheme == "https" or bool(settings.console.secure_cookie)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("spamfilter")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "0.0.0"

@@ -1,0 +1,128 @@
+"""Console sessions: a signed cookie naming a role, and a CSRF token bound to it.
+
+The cookie holds ``role.expiry.token-fingerprint.nonce`` and an HMAC-SHA256 over them; no
+token is stored in it, only a keyed fingerprint, checked against the configured tokens on
+every request, so removing a token from the settings ends its sessions. The key is
+``console.session_key``, or else derived from the configured tokens, so that every worker
+process (and every restart) agrees on it without sharing state.
+
+A form's CSRF token is an HMAC of the session's nonce: a page from another site can neither
+read it nor forge it. The login form, before any session exists, is bound the same way to
+a random nonce in a short-lived cookie of its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.settings import Settings
+
+COOKIE = "spamfilter_console"
+LOGIN_COOKIE = "spamfilter_console_login"
+
+
+class Role(StrEnum):
+    """What a console session may do: read (status, history, scan) or admin (also learn)."""
+
+    READ = "read"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A valid console session."""
+
+    role: Role
+    expires: int
+    nonce: str
+
+    @property
+    def is_admin(self) -> bool:
+        """True when the session may learn and forget."""
+        return self.role is Role.ADMIN
+
+
+class Keys:
+    """The signing key and the configured tokens of one app."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._admin = list(settings.api_tokens)
+        self._read = list(settings.read_tokens)
+        configured = settings.console.session_key
+        if configured:
+            self._key = hashlib.sha256(b"spamfilter-console-key\0" + configured.encode()).digest()
+        else:
+            joined = "\0".join([*sorted(self._admin), "--", *sorted(self._read)])
+            self._key = hashlib.sha256(b"spamfilter-console-derived\0" + joined.encode()).digest()
+        self._lifetime = int(settings.console.session_hours * 3600)
+
+    @property
+    def configured(self) -> bool:
+        """True when any token is configured (without one the console refuses everyone)."""
+        return bool(self._admin or self._read)
+
+    @property
+    def lifetime(self) -> int:
+        """Seconds a session lasts."""
+        return self._lifetime
+
+    def role_of(self, token: str) -> Role | None:
+        """The role ``token`` grants (admin wins), None for a token not configured."""
+        given = token.encode()
+        admin = [hmac.compare_digest(given, t.encode()) for t in self._admin]
+        read = [hmac.compare_digest(given, t.encode()) for t in self._read]
+        if any(admin):
+            return Role.ADMIN
+        return Role.READ if any(read) else None
+
+    def issue(self, token: str, role: Role, now: float | None = None) -> str:
+        """A cookie value for a session of ``role`` opened with ``token``."""
+        expires = int(now if now is not None else time.time()) + self._lifetime
+        body = f"{role.value}.{expires}.{self._fingerprint(token)}.{secrets.token_urlsafe(16)}"
+        return f"{body}.{self._sign(body)}"
+
+    def session(self, cookie: str | None, now: float | None = None) -> Session | None:
+        """The session a cookie value proves, or None (forged, expired, token removed)."""
+        if not cookie:
+            return None
+        body, _, signature = cookie.rpartition(".")
+        if not body or not hmac.compare_digest(signature, self._sign(body)):
+            return None
+        try:
+            role_name, expires_text, fingerprint, nonce = body.split(".")
+            role, expires = Role(role_name), int(expires_text)
+        except ValueError:
+            return None
+        if expires <= (now if now is not None else time.time()):
+            return None
+        tokens = self._admin if role is Role.ADMIN else self._read
+        known = [hmac.compare_digest(fingerprint, self._fingerprint(t)) for t in tokens]
+        if not any(known):
+            return None
+        return Session(role, expires, nonce)
+
+    def csrf(self, nonce: str) -> str:
+        """The CSRF token of forms in the session (or login form) with ``nonce``."""
+        return self._sign("csrf." + nonce)
+
+    def csrf_ok(self, nonce: str, given: str | None) -> bool:
+        """True when ``given`` is the CSRF token bound to ``nonce``."""
+        return bool(given) and hmac.compare_digest(self.csrf(nonce), given or "")
+
+    def _fingerprint(self, token: str) -> str:
+        return self._sign("token." + token)[:22]
+
+    def _sign(self, text: str) -> str:
+        digest = hmac.new(self._key, text.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def new_nonce() -> str:
+    """A random nonce for a login form."""
+    return secrets.token_urlsafe(16)
