@@ -62,6 +62,7 @@ def page(
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
         f"<title>{e(title)} · spamfilter</title>"
         '<link rel="stylesheet" href="/ui/static/uPlot.min.css">'
         '<link rel="stylesheet" href="/ui/static/console.css">'
