@@ -66,7 +66,8 @@ def check(request: ConfigRequest) -> None:
 
 
 def effective_values(dumped: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Settings as dotted keys, secrets masked: API tokens and a database URL's password."""
+    """Settings as dotted keys, secrets masked: API and read tokens, the console's session key
+    and a database URL's password."""
     from app.config import SECRET, mask_url
 
     values: dict[str, Any] = {}
@@ -74,8 +75,10 @@ def effective_values(dumped: Mapping[str, Any], prefix: str = "") -> dict[str, A
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
             values.update(effective_values(value, f"{dotted}."))
-        elif dotted == "api_tokens":
+        elif dotted in ("api_tokens", "read_tokens"):
             values[dotted] = [SECRET for _ in value]
+        elif dotted == "console.session_key":
+            values[dotted] = SECRET if value else value
         elif dotted == "database_url":
             values[dotted] = mask_url(value)
         else:

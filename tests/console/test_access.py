@@ -99,3 +99,23 @@ def test_sessions_end_when_they_expire_or_their_token_is_removed(
     assert keys.session(forged, now=1001.0) is None
     other = Keys(console.settings.model_copy(update={"api_tokens": ["another"]}))
     assert other.session(cookie, now=1001.0) is None
+
+
+def test_config_show_masks_the_read_tokens_and_the_session_key() -> None:
+    from app.cli.config import effective_values
+
+    shown = effective_values(
+        {"read_tokens": ["r1"], "api_tokens": ["a1"], "console": {"session_key": "k", "x": 1}}
+    )
+    assert shown["read_tokens"] == ["***"] and shown["console.session_key"] == "***"
+    assert "r1" not in str(shown) and "k" not in str(shown.values())
+
+
+def test_with_a_session_key_removing_a_token_still_ends_its_sessions(
+    make_console: MakeConsole,
+) -> None:
+    console = make_console(console={"session_key": "fixed"})
+    cookie = Keys(console.settings).issue(READER, Role.READ, now=1000.0)
+    assert Keys(console.settings).session(cookie, now=1001.0) is not None
+    without = console.settings.model_copy(update={"read_tokens": ["another"]})
+    assert Keys(without).session(cookie, now=1001.0) is None
