@@ -7,7 +7,7 @@ database transaction, opened and committed by the use case; adapters never see a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from app.domain.labels import LABELS
@@ -168,13 +168,15 @@ class SpamFilter:
         dry_run: bool = False,
         max_tokens: int | None = None,
         max_age_days: int | None = None,
+        done: Callable[[ExpiryReport], None] | None = None,
     ) -> list[ExpiryReport]:
         """Expire old and rare tokens of ``user``'s model (None: the site-wide one), or with
         ``every`` of the site-wide model and every user's; limits default to the settings'.
-        One transaction per model; ``dry_run`` only counts (see ``app.service.upkeep``)."""
+        One transaction per model, ``done`` told of each; ``dry_run`` only counts (see
+        ``app.service.upkeep``)."""
         scopes = self._upkeep.scopes(user, every)
         limits = self._upkeep.limits(max_tokens, max_age_days)
-        return self._upkeep.expire(scopes, limits, dry_run)
+        return self._upkeep.expire(scopes, limits, dry_run, done)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):
