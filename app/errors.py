@@ -61,3 +61,9 @@ class InvalidUser(SpamFilterError):
     """A user name that cannot name a model (too long, control characters, ``/``)."""
 
     code = "invalid_user"
+
+
+class UnknownUser(SpamFilterError):
+    """A user who has no model of their own (nothing was ever learned for them)."""
+
+    code = "unknown_user"

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
+from app.api import accounts
 from app.api.calls import service_slots
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
@@ -62,6 +63,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     app.state.service = service
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(accounts.router)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

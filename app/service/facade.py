@@ -8,6 +8,7 @@ database transaction, opened and committed by the use case; adapters never see a
 from __future__ import annotations
 
 from app.domain.labels import LABELS
+from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.judging import Judge
 from app.service.learning import Trainer, feedback_label
 from app.service.results import (
@@ -32,6 +33,7 @@ class SpamFilter:
         self._settings = settings
         self._judge = Judge(store, settings)
         self._trainer = Trainer(store, settings, self._judge)
+        self._accounts = Accounts(store, settings)
 
     @property
     def database(self) -> str:
@@ -109,6 +111,15 @@ class SpamFilter:
             for label in LABELS
         }
         return Stats(labels, totals.vocabulary, self._store.dialect_name, models.own, models.user)
+
+    def users(self) -> list[UserSummary]:
+        """Every user with a model of their own: learned messages per label, vocabulary."""
+        return self._accounts.users()
+
+    def delete_user(self, user: str) -> DeletedUser:
+        """Delete ``user``'s own model (the site-wide model keeps what it learned from them);
+        UnknownUser when they have none, InvalidUser for a name that cannot be a user."""
+        return self._accounts.delete_user(user)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):
