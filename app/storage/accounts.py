@@ -32,8 +32,8 @@ class DroppedScope:
 
 
 def scopes_under(conn: Connection, prefix: str) -> list[ScopeSummary]:
-    """Every scope whose name starts with ``prefix``, by name, with its learned messages per
-    label and vocabulary: one query for all of them, however many there are."""
+    """Every scope whose name starts with ``prefix``, by name (code point order), with its
+    learned messages per label and vocabulary: one query for all of them."""
     query = (
         select(
             model_scope.c.name,
@@ -44,7 +44,6 @@ def scopes_under(conn: Connection, prefix: str) -> list[ScopeSummary]:
         .select_from(model_scope.outerjoin(label_total, label_total.c.scope_id == model_scope.c.id))
         # autoescape: a user name may hold % or _, which LIKE would read as wildcards.
         .where(model_scope.c.name.startswith(prefix, autoescape=True))
-        .order_by(model_scope.c.name, label_total.c.label)
     )
     found: dict[str, ScopeSummary] = {}
     for row in conn.execute(query):
@@ -54,7 +53,9 @@ def scopes_under(conn: Connection, prefix: str) -> list[ScopeSummary]:
             found[row.name] = summary
         if row.label is not None:
             summary.messages[row.label] = int(row.messages)
-    return list(found.values())
+    # Sorted here, by code point: an ORDER BY would follow the database's collation, and
+    # PostgreSQL's locale orders "bX" and "b_" the other way round from SQLite.
+    return sorted(found.values(), key=lambda summary: summary.name)
 
 
 def drop_scope(conn: Connection, scope_id: int) -> DroppedScope:

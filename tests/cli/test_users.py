@@ -15,23 +15,15 @@ from fastapi.testclient import TestClient
 from app.api.app import create_app
 from app.settings import Settings
 from tests.cli.conftest import Run
-from tests.cli.mailfiles import messages
+from tests.cli.mailfiles import messages, write_folder
 
 ALICE = "Alice@Example.org"
-
-
-def folder_of(tmp_path: Path, name: str, raws: list[bytes]) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for number, raw in enumerate(raws):
-        (folder / f"{number}.eml").write_bytes(raw)
-    return folder
 
 
 def learn(run: Run, tmp_path: Path, user: str, n: int = 6) -> None:
     """``n`` ham and ``n`` spam learned for ``user``."""
     for label in ("ham", "spam"):
-        folder = folder_of(tmp_path, f"{user}-{label}", messages(label, n))
+        folder = write_folder(tmp_path, f"{user}-{label}", messages(label, n))
         result = run("learn", "--label", label, "--user", user, "--quiet", str(folder))
         assert result.exit_code == 0, result.output
 

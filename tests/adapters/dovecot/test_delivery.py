@@ -81,16 +81,7 @@ def test_the_recipients_own_model_judges_at_delivery(trained_url: str, layout: L
     service.close()
     env = layout.filter_dir / "spamfilter.env"
     env.write_text(env.read_text() + "SPAMFILTER_USERS__FALLBACK_STRENGTH=0\n")
-    ham = ham_message(random.Random(98), 5002)
-    with Dovecot(require_program("dovecot"), layout) as dovecot:
-        delivered = dovecot.deliver(ham, USER)
-        assert delivered.returncode == 0, delivered.stderr.decode() + dovecot.diagnostics()
-        imap = imaplib.IMAP4("127.0.0.1", layout.port)
-        try:
-            assert imap.login(USER, PASSWORD)[0] == "OK"
-            junk, inbox = fetch_all(imap, "Junk"), fetch_all(imap, "INBOX")
-        finally:
-            imap.logout()
+    junk, inbox = deliver_all(layout, [ham_message(random.Random(98), 5002)])
     assert (len(junk), len(inbox)) == (1, 0), [headers(m) for m in inbox]
     assert headers(junk[0])["X-Spam-Flag"] == "YES"
 
@@ -98,17 +89,8 @@ def test_the_recipients_own_model_judges_at_delivery(trained_url: str, layout: L
 def test_spam_goes_to_junk_with_headers(layout: Layout) -> None:
     rng = random.Random(99)
     spam, ham = spam_message(rng, 5000), ham_message(rng, 5001)
-    with Dovecot(require_program("dovecot"), layout) as dovecot:
-        for raw in (spam, ham):
-            delivered = dovecot.deliver(raw, USER)
-            assert delivered.returncode == 0, delivered.stderr.decode() + dovecot.diagnostics()
-        imap = imaplib.IMAP4("127.0.0.1", layout.port)
-        try:
-            assert imap.login(USER, PASSWORD)[0] == "OK"
-            junk, inbox = fetch_all(imap, "Junk"), fetch_all(imap, "INBOX")
-        finally:
-            imap.logout()
-        assert (len(junk), len(inbox)) == (1, 1), dovecot.diagnostics()
+    junk, inbox = deliver_all(layout, [spam, ham])
+    assert (len(junk), len(inbox)) == (1, 1)
     spam_fields, ham_fields = headers(junk[0]), headers(inbox[0])
     assert spam_fields["X-Spam-Flag"] == "YES"
     assert spam_fields["X-Spam-Verdict"].startswith("spam; ")
@@ -116,6 +98,20 @@ def test_spam_goes_to_junk_with_headers(layout: Layout) -> None:
     assert ham_fields["X-Spam-Status"].startswith("No, score=")
     assert junk[0].endswith(spam.split(b"\r\n\r\n", 1)[1])
     assert inbox[0].endswith(ham.split(b"\r\n\r\n", 1)[1])
+
+
+def deliver_all(layout: Layout, messages: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """Deliver ``messages`` to USER with dovecot-lda; the messages of Junk and of INBOX."""
+    with Dovecot(require_program("dovecot"), layout) as dovecot:
+        for raw in messages:
+            delivered = dovecot.deliver(raw, USER)
+            assert delivered.returncode == 0, delivered.stderr.decode() + dovecot.diagnostics()
+        imap = imaplib.IMAP4("127.0.0.1", layout.port)
+        try:
+            assert imap.login(USER, PASSWORD)[0] == "OK"
+            return fetch_all(imap, "Junk"), fetch_all(imap, "INBOX")
+        finally:
+            imap.logout()
 
 
 def headers(raw: bytes) -> dict[str, str]:
