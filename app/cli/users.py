@@ -67,8 +67,9 @@ def list_users(state: CliState, as_json: bool) -> None:
 @user_group.command("delete")
 @click.argument("user")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was deleted as JSON.")
 @pass_state
-def delete_user(state: CliState, user: str, yes: bool) -> None:
+def delete_user(state: CliState, user: str, yes: bool, as_json: bool) -> None:
     """Delete USER's own model: counts, totals and learned-message records.
 
     The site-wide model is untouched, including what USER's feedback trained into it
@@ -89,6 +90,11 @@ def delete_user(state: CliState, user: str, yes: bool) -> None:
         )
         click.confirm(question, abort=True, err=True)
     deleted = service.delete_user(user)
+    if as_json:
+        from app.service.accounts import deleted_document
+
+        click.echo(json.dumps(deleted_document(deleted), indent=1))
+        return
     click.echo(
         f"deleted the model of {deleted.user}: {deleted.messages:,} learned messages, "
         f"{deleted.tokens:,} tokens"

@@ -140,6 +140,15 @@ def test_user_delete(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     users = json.loads(run("user", "list", "--json").stdout)["users"]
     assert [u["user"] for u in users] == ["bob"]
 
+    bob = stats_json(run, "--user", "bob")["vocabulary"]
+    as_json = run("user", "delete", "--yes", "--json", "BOB")
+    assert json.loads(as_json.stdout) == {
+        "user": "bob",
+        "scope": "global/user:bob",
+        "messages": 2,
+        "tokens": bob,
+    }
+
     again = run("user", "delete", "--yes", ALICE)
     assert again.exit_code == 1
     assert again.stderr == "spamfilter: unknown_user: user 'alice@example.org' has no model\n"
