@@ -210,6 +210,14 @@ class MilterSettings(BaseModel):
     max_connections: int = Field(
         256, ge=1, description="concurrent MTA connections; more are closed at once"
     )
+    # Why "site": one verdict (headers, reject, quarantine) serves every recipient of the
+    # message, so with several of them no one user's model may decide for the others; a
+    # message to one recipient is always judged by that user's model.
+    recipients: Literal["site", "first"] = Field(
+        "site",
+        description="with several envelope recipients, judge with the site-wide model (site) "
+        "or the first recipient's (first)",
+    )
 
 
 class LogSettings(BaseModel):

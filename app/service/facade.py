@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from app.domain.labels import LABELS
+from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.events import Observer
 from app.service.judging import Judge
 from app.service.learning import Trainer, feedback_label
@@ -53,6 +54,7 @@ class SpamFilter:
         self._trainer = Trainer(store, settings, self._judge, self._upkeep)
         self._watch = Watcher(observers, adapter)
         self._transfer = Transfer(store, settings)
+        self._accounts = Accounts(store, settings)
 
     @property
     def database(self) -> str:
@@ -177,6 +179,15 @@ class SpamFilter:
         scopes = self._upkeep.scopes(user, every)
         limits = self._upkeep.limits(max_tokens, max_age_days)
         return self._upkeep.expire(scopes, limits, dry_run, done)
+
+    def users(self) -> list[UserSummary]:
+        """Every user with a model of their own: learned messages per label, vocabulary."""
+        return self._accounts.users()
+
+    def delete_user(self, user: str) -> DeletedUser:
+        """Delete ``user``'s own model (the site-wide model keeps what it learned from them);
+        UnknownUser when they have none, InvalidUser for a name that cannot be a user."""
+        return self._accounts.delete_user(user)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):
