@@ -75,3 +75,9 @@ class TransferRefused(SpamFilterError):
     into a model that already has counts, a backup over an existing file."""
 
     code = "transfer_refused"
+
+
+class UnknownUser(SpamFilterError):
+    """A user who has no model of their own (nothing was ever learned for them)."""
+
+    code = "unknown_user"

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
+from app.api import accounts
 from app.api.calls import service_slots
 from app.api.console import install as install_console
 from app.api.errors import install_error_handlers
@@ -31,8 +32,13 @@ Send a raw message (RFC 822 bytes) to **classify** it, to give **feedback** (lea
 spam or ham) or to **forget** it. Scores are natural-log odds; every verdict lists the tokens
 that moved it. Errors are JSON `{"error": code, "detail": text}`.
 
-When the server has API tokens configured, feedback, forget, stats and metrics need
-`Authorization: Bearer <token>`. Classify answers every caller, but to a caller without a
+Each of them, and stats, takes an optional `user` query parameter: that user's own model
+(blended with the site-wide one when classifying); without it, the site-wide model. **users**
+lists the users with a model of their own and deletes one.
+
+When the server has API tokens configured, feedback, forget, stats, users and metrics need
+`Authorization: Bearer <token>`; deleting a user needs one always (403 while none is
+configured). Classify answers every caller, but to a caller without a
 valid token the clues that are header, address, URL or MIME tokens show their namespace and
 weight only (`from:addr:*`), not the learned value.
 
@@ -64,6 +70,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     install_error_handlers(app)
     app.include_router(router)
     install_console(app, settings)
+    app.include_router(accounts.router)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

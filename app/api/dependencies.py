@@ -1,8 +1,9 @@
 """What a route needs from its app: the service, the settings, the metrics, the caller's token.
 
-With API tokens configured, feedback, forget, stats and metrics need one (``require_token``,
-401 without), while classify answers everyone and shows the header, address and URL tokens
-among its clues to token holders only (``caller_is_trusted``).
+With API tokens configured, feedback, forget, stats, users and metrics need one
+(``require_token``, 401 without); deleting a user needs one even when none is configured
+(``require_admin_token``: 403 then); classify answers everyone and shows the header,
+address and URL tokens among its clues to token holders only (``caller_is_trusted``).
 
 Every dependency here is ``async def`` on purpose: none does I/O, and FastAPI would run a
 plain ``def`` dependency in the threadpool, one thread hop per request for nothing.
@@ -16,7 +17,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.api.errors import NotAuthenticated
+from app.api.errors import AdminDisabled, NotAuthenticated
 from app.api.metrics import Metrics
 from app.errors import StorageUnavailable
 from app.service import SpamFilter
@@ -25,8 +26,8 @@ from app.settings import Settings
 _bearer = HTTPBearer(
     auto_error=False,
     description="When the server has API tokens configured: required by feedback, forget, "
-    "stats and metrics; on classify, it reveals the header, address and URL tokens among "
-    "the clues.",
+    "stats, users and metrics (deleting a user needs one always); on classify, it reveals "
+    "the header, address and URL tokens among the clues.",
 )
 
 
@@ -67,6 +68,20 @@ async def require_token(
         raise NotAuthenticated("this route needs an 'Authorization: Bearer <token>' header")
     if not _is_configured(credentials.credentials, settings.api_tokens):
         raise NotAuthenticated("the bearer token is not valid")
+
+
+async def require_admin_token(
+    settings: Annotated[Settings, Depends(settings_of)], credentials: CredentialsDep
+) -> None:
+    """Refuse the request unless it carries one of the configured API tokens: 401 without a
+    valid one, and 403 when none is configured (an administrative call, such as deleting a
+    user's data, is never open to every caller)."""
+    if not settings.api_tokens:
+        raise AdminDisabled(
+            "administrative calls are refused while no API tokens are configured; "
+            "set api_tokens (SPAMFILTER_API_TOKENS) and send one as a bearer token"
+        )
+    await require_token(settings, credentials)
 
 
 async def caller_is_trusted(

@@ -24,11 +24,13 @@ from app.errors import (
     ConfigurationError,
     InvalidLabel,
     InvalidMessage,
+    InvalidUser,
     MessageTooLarge,
     Overloaded,
     SpamFilterError,
     StorageConflict,
     StorageUnavailable,
+    UnknownUser,
 )
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,13 @@ class UnsupportedMediaType(SpamFilterError):
     code = "unsupported_media_type"
 
 
+class AdminDisabled(SpamFilterError):
+    """An administrative route (deleting a user's data) on a server without API tokens: such
+    a call must never be open to every caller, so it is refused until tokens are set."""
+
+    code = "admin_disabled"
+
+
 class RequestTimeout(SpamFilterError):
     """The request body did not arrive within ``server.read_timeout_seconds`` (HTTP only)."""
 
@@ -55,10 +64,13 @@ class RequestTimeout(SpamFilterError):
 STATUS: Mapping[type[SpamFilterError], int] = {
     InvalidMessage: 400,
     NotAuthenticated: 401,
+    AdminDisabled: 403,
+    UnknownUser: 404,
     RequestTimeout: 408,
     MessageTooLarge: 413,
     UnsupportedMediaType: 415,
     InvalidLabel: 422,
+    InvalidUser: 422,
     StorageUnavailable: 503,
     Overloaded: 503,
     # Raised only after the service's own retries are used up: the client may retry later.

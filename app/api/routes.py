@@ -27,13 +27,13 @@ from app.api.schemas import (
     FeedbackResponse,
     ForgetResponse,
     HealthResponse,
-    LabelStatsResponse,
     StatsResponse,
     errors,
 )
 from app.domain.labels import LABELS
 from app.errors import StorageUnavailable
 from app.service import Classification, MailReport, Stats
+from app.service.accounts import stats_document
 
 router = APIRouter()
 
@@ -46,17 +46,34 @@ LabelQuery = Annotated[
     ),
 ]
 
+UserQuery = Annotated[
+    str | None,
+    Query(
+        description="Whose model: a mail user (an address or a login, compared without case). "
+        "Classify blends the user's own counts with the site-wide model's; feedback trains "
+        "the user's model (and the site-wide one, by `users.train_site`); forget removes from "
+        "both what the feedback added. Left out: the site-wide model. A name that cannot be "
+        "a user (control characters, white space, `/`, over 150 characters) is a 422 "
+        "(invalid_user).",
+        examples=["alice@example.org"],
+    ),
+]
+
 
 @router.post(
     "/v1/classify",
     tags=["filter"],
     summary="Classify a message",
     response_model=ClassifyResponse,
-    responses=errors(400, 408, 413, 415, 503),
+    responses=errors(400, 408, 413, 415, 422, 503),
     openapi_extra={**RAW_MESSAGE_BODY, **OPTIONAL_TOKEN},
 )
 async def classify(
-    request: Request, service: ServiceDep, metrics: MetricsDep, trusted: TrustedDep
+    request: Request,
+    service: ServiceDep,
+    metrics: MetricsDep,
+    trusted: TrustedDep,
+    user: UserQuery = None,
 ) -> ClassifyResponse:
     """Score the raw message: ham, unsure or spam, with the log-odds and the top clues.
 
@@ -68,7 +85,7 @@ async def classify(
     """
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await call_service(request, service.classify, raw, form=form)
+        result = await call_service(request, service.classify, raw, user, form=form)
     metrics.verdicts.labels(result.verdict.value).inc()
     shown = result if trusted else hide_field_values(result)
     return render_classification(shown, service.mail_report(shown))
@@ -84,12 +101,16 @@ async def classify(
     dependencies=[Depends(require_token)],
 )
 async def feedback(
-    request: Request, label: LabelQuery, service: ServiceDep, metrics: MetricsDep
+    request: Request,
+    label: LabelQuery,
+    service: ServiceDep,
+    metrics: MetricsDep,
+    user: UserQuery = None,
 ) -> FeedbackResponse:
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await call_service(request, service.learn, raw, label, form=form)
+        result = await call_service(request, service.learn, raw, label, user, form=form)
     learned_as = str(result.label)
     metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
@@ -107,15 +128,17 @@ async def feedback(
     tags=["filter"],
     summary="Forget a learned message",
     response_model=ForgetResponse,
-    responses=errors(400, 401, 408, 413, 415, 503),
+    responses=errors(400, 401, 408, 413, 415, 422, 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
-async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> ForgetResponse:
+async def forget(
+    request: Request, service: ServiceDep, metrics: MetricsDep, user: UserQuery = None
+) -> ForgetResponse:
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await call_service(request, service.forget, raw, form=form)
+        result = await call_service(request, service.forget, raw, user, form=form)
     metrics.forgets.labels(result.outcome.value).inc()
     return ForgetResponse.model_validate(
         {"digest": result.digest, "outcome": result.outcome.value, "form": result.form}
@@ -127,14 +150,15 @@ async def forget(request: Request, service: ServiceDep, metrics: MetricsDep) -> 
     tags=["filter"],
     summary="What the model has learned",
     response_model=StatsResponse,
-    responses=errors(401, 503),
+    responses=errors(401, 422, 503),
     dependencies=[Depends(require_token)],
 )
-async def stats(service: ServiceDep) -> StatsResponse:
-    """Learned messages and token occurrences per label, and the vocabulary size.
+async def stats(service: ServiceDep, user: UserQuery = None) -> StatsResponse:
+    """Learned messages and token occurrences per label, and the vocabulary size, of the
+    site-wide model or of ``user``'s own model (zeros for a user with none yet).
 
     Needs a bearer token when the server has API tokens configured."""
-    return render_stats(await run_in_threadpool(service.stats))
+    return render_stats(await run_in_threadpool(service.stats, user))
 
 
 @router.get("/healthz", tags=["operations"], summary="Liveness", response_model=HealthResponse)
@@ -203,15 +227,5 @@ def render_classification(result: Classification, mail: MailReport) -> ClassifyR
 
 
 def render_stats(result: Stats) -> StatsResponse:
-    """The HTTP form of Stats."""
-    return StatsResponse.model_validate(
-        {
-            "labels": {
-                label: LabelStatsResponse(messages=s.messages, tokens=s.tokens)
-                for label, s in result.labels.items()
-            },
-            "vocabulary": result.vocabulary,
-            "database": result.database,
-            "scope": result.scope,
-        }
-    )
+    """The HTTP form of Stats (the object ``spamfilter stats --json`` prints too)."""
+    return StatsResponse.model_validate(stats_document(result))

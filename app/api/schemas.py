@@ -178,7 +178,18 @@ class StatsResponse(BaseModel):
                     "vocabulary": 52000,
                     "database": "sqlite",
                     "scope": "global",
-                }
+                    "user": None,
+                },
+                {
+                    "labels": {
+                        "ham": {"messages": 140, "tokens": 36000},
+                        "spam": {"messages": 25, "tokens": 7100},
+                    },
+                    "vocabulary": 9100,
+                    "database": "postgresql",
+                    "scope": "global/user:alice@example.org",
+                    "user": "alice@example.org",
+                },
             ]
         }
     )
@@ -187,6 +198,63 @@ class StatsResponse(BaseModel):
     vocabulary: int = Field(description="distinct tokens with a non-zero count")
     database: Literal["sqlite", "postgresql"]
     scope: str
+    user: str | None = Field(
+        None, description="whose own model this is (normalised); null for the site-wide model"
+    )
+
+
+class UserResponse(BaseModel):
+    """One user with a model of their own."""
+
+    user: str = Field(description="the user name, normalised (lowercase)")
+    scope: str = Field(description="the scope holding the user's counts")
+    messages: dict[str, int] = Field(description="learned messages per label")
+    vocabulary: int = Field(description="distinct tokens in the user's own model")
+
+
+class UsersResponse(BaseModel):
+    """Every user with a model of their own, by name."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "users": [
+                        {
+                            "user": "alice@example.org",
+                            "scope": "global/user:alice@example.org",
+                            "messages": {"ham": 140, "spam": 25},
+                            "vocabulary": 9100,
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+
+    users: list[UserResponse]
+
+
+class DeletedUserResponse(BaseModel):
+    """What deleting a user removed from their own model (the site-wide model is untouched)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "user": "alice@example.org",
+                    "scope": "global/user:alice@example.org",
+                    "messages": 165,
+                    "tokens": 9100,
+                }
+            ]
+        }
+    )
+
+    user: str
+    scope: str
+    messages: int = Field(description="learned-message records deleted")
+    tokens: int = Field(description="distinct tokens (count rows) deleted")
 
 
 class HealthResponse(BaseModel):
@@ -213,11 +281,14 @@ class ErrorResponse(BaseModel):
 _ERROR_TEXT = {
     400: "Not a message (invalid_message), e.g. an empty body",
     401: "Missing or wrong bearer token (not_authenticated)",
+    403: "An administrative call on a server without API tokens (admin_disabled): configure "
+    "api_tokens first",
+    404: "The user has no model of their own (unknown_user)",
     408: "The message did not arrive within the read timeout (request_timeout)",
     413: "Message over the size cap (message_too_large)",
     415: "A body declared as JSON or a form upload (unsupported_media_type): send the raw "
     "message or text",
-    422: "Bad or missing parameter (invalid_label, invalid_request)",
+    422: "Bad or missing parameter (invalid_label, invalid_user, invalid_request)",
     503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict), "
     "or too many message bytes in flight (overloaded, with Retry-After); past the connection "
     "cap the server itself answers 503 in plain text",

@@ -1,5 +1,5 @@
-"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, eval, expire,
-db upgrade, export, import, backup.
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, user, eval,
+expire, db, export, import, backup.
 
 Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
@@ -11,7 +11,6 @@ processed, 2 for usage and configuration, 75 (EX_TEMPFAIL) when the database is 
 
 from __future__ import annotations
 
-import json
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from app.cli.context import (
     EXIT_PROCESSING,
     CliState,
     ConfigRequest,
-    build,
     exit_code,
     fail,
     pass_state,
@@ -37,6 +35,7 @@ from app.cli.milter import milter
 from app.cli.serve import serve
 from app.cli.spamd import spamd
 from app.cli.upkeep import expire
+from app.cli.users import stats, user_group
 from app.errors import SpamFilterError, describe
 
 
@@ -102,33 +101,6 @@ def cli(ctx: click.Context, config: Path | None, database_url: str | None) -> No
     ctx.obj = request.state()
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-@pass_state
-def stats(state: CliState, as_json: bool) -> None:
-    """Learned messages and tokens per label, and the vocabulary size."""
-    result = build(state.settings).stats()
-    labels = {
-        name: {"messages": summary.messages, "tokens": summary.tokens}
-        for name, summary in result.labels.items()
-    }
-    if as_json:
-        doc = {
-            "database": result.database,
-            "scope": result.scope,
-            "labels": labels,
-            "vocabulary": result.vocabulary,
-        }
-        click.echo(json.dumps(doc, indent=1))
-        return
-    click.echo(f"database    {result.database}")
-    click.echo(f"scope       {result.scope}")
-    click.echo(f"{'label':<8}{'messages':>12}{'tokens':>14}")
-    for name, counts in labels.items():
-        click.echo(f"{name:<8}{counts['messages']:>12,}{counts['tokens']:>14,}")
-    click.echo(f"vocabulary  {result.vocabulary:,} distinct tokens")
-
-
 @cli.group()
 def db() -> None:
     """Database maintenance."""
@@ -158,6 +130,8 @@ cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(backup)
 cli.add_command(expire)
+cli.add_command(stats)
+cli.add_command(user_group)
 
 
 def main() -> None:

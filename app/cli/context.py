@@ -21,6 +21,7 @@ import click
 from app.errors import (
     ConfigurationError,
     InvalidLabel,
+    InvalidUser,
     SpamFilterError,
     StorageConflict,
     StorageUnavailable,
@@ -34,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_PROCESSING = 1
 EXIT_USAGE = 2
+EXIT_BAD_USER = 64  # sysexits.h EX_USAGE: a --user that cannot name a model
 EXIT_TEMPFAIL = 75  # sysexits.h EX_TEMPFAIL: try again later (database down or locked)
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -94,12 +96,19 @@ def build(settings: Settings) -> SpamFilter:
     return build_service(settings, migrate=True)
 
 
+def user_option(help_text: str) -> Callable[[F], F]:
+    """The ``--user`` option: whose model a command reads or trains (default: site-wide)."""
+    return click.option("--user", "-u", metavar="USER", default=None, help=help_text)
+
+
 def exit_code(error: SpamFilterError) -> int:
     """The process exit status for an error the service raised on purpose."""
     if isinstance(error, StorageUnavailable | StorageConflict):
         return EXIT_TEMPFAIL
     if isinstance(error, ConfigurationError | InvalidLabel):
         return EXIT_USAGE
+    if isinstance(error, InvalidUser):
+        return EXIT_BAD_USER
     return EXIT_PROCESSING
 
 

@@ -9,12 +9,36 @@ problem (the group maps the service's errors), and leave the database unchanged.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
 
 from app.cli.context import CliState, build, pass_state
+from app.cli.progress import Bar, progress_bar, wanted
 from app.service.transfer import ImportMode
+from app.service.transfer_format import TextSink
+
+_quiet = click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
+
+
+class _Counted:
+    """A text sink that moves a progress bar on by one for every line written."""
+
+    def __init__(self, out: TextSink, bar: Bar) -> None:
+        self._out = out
+        self._bar = bar
+
+    def write(self, text: str) -> int:
+        self._bar.advance(text.count("\n"))
+        return self._out.write(text)
+
+
+def _read(lines: Iterable[str], bar: Bar) -> Iterator[str]:
+    """``lines``, moving the bar on by each line's length in UTF-8 bytes."""
+    for line in lines:
+        bar.advance(len(line.encode("utf-8", "surrogateescape")))
+        yield line
 
 
 @click.command("export")
@@ -28,16 +52,23 @@ from app.service.transfer import ImportMode
     metavar="FILE",
     help="Where to write (- for stdout). A file appears only once complete.",
 )
+@_quiet
 @pass_state
-def export_command(state: CliState, user: str | None, site_only: bool, output: str) -> None:
+def export_command(
+    state: CliState, user: str | None, site_only: bool, output: str, quiet: bool
+) -> None:
     """Write the learned models to a portable text file: the site-wide model and every
     user's (the default), one user's (--user), or the site-wide one only (--site)."""
     if user is not None and site_only:
         raise click.UsageError("--user and --site exclude each other")
     service = build(state.settings)
     started = time.perf_counter()
-    with click.open_file(output, "w", encoding="utf-8", atomic=output != "-") as out:
-        counts = service.export(out, user=user, site_only=site_only)
+    show = wanted(quiet, stdout_busy=output == "-")
+    with (
+        click.open_file(output, "w", encoding="utf-8", atomic=output != "-") as out,
+        progress_bar(None, "export", show, unit="rows") as bar,
+    ):
+        counts = service.export(_Counted(out, bar), user=user, site_only=site_only)
     click.echo(
         f"exported {counts.scopes} model(s): {counts.tokens:,} tokens, {counts.learned:,} "
         f"learned messages in {time.perf_counter() - started:.1f} s",
@@ -58,9 +89,10 @@ def export_command(state: CliState, user: str | None, site_only: bool, output: s
     help="Merge even when learned messages of the file are in the database already "
     "(their counts are then in twice).",
 )
+@_quiet
 @pass_state
 def import_command(
-    state: CliState, file: str, mode: str | None, user: str | None, force: bool
+    state: CliState, file: str, mode: str | None, user: str | None, force: bool, quiet: bool
 ) -> None:
     """Read an export file (- for stdin) into the database, all or nothing.
 
@@ -70,8 +102,12 @@ def import_command(
     chosen: ImportMode = "merge" if mode == "merge" else "replace" if mode == "replace" else "new"
     service = build(state.settings)
     started = time.perf_counter()
-    with click.open_file(file, "r", encoding="utf-8") as lines:
-        result = service.import_models(lines, chosen, user=user, force=force)
+    size = Path(file).stat().st_size if file != "-" and Path(file).is_file() else None
+    with (
+        click.open_file(file, "r", encoding="utf-8") as lines,
+        progress_bar(size, "import", wanted(quiet), unit="B") as bar,
+    ):
+        result = service.import_models(_read(lines, bar), chosen, user=user, force=force)
     seconds = time.perf_counter() - started
     records = result.records
     click.echo(

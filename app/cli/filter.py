@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from app.cli.context import CliState, pass_state
+from app.cli.context import CliState, pass_state, user_option
 
 
 @click.command("filter")
@@ -25,8 +25,9 @@ from app.cli.context import CliState, pass_state
     is_flag=True,
     help="Exit 0 for every verdict (spam, ham, unsure); 3 still means an error.",
 )
+@user_option("Judge with this mail user's model (default: the site-wide model).")
 @pass_state
-def filter_command(state: CliState, exit_zero: bool) -> None:
+def filter_command(state: CliState, exit_zero: bool, user: str | None) -> None:
     """Add X-Spam headers to the message on stdin (exit 0 spam, 1 ham, 2 unsure, 3 error).
 
     The message is written to stdout with the headers at the top and every original byte
@@ -36,6 +37,6 @@ def filter_command(state: CliState, exit_zero: bool) -> None:
     from app.adapters.pipe.filter import classifier
     from app.adapters.pipe.main import run
 
-    classify = classifier(os.environ, sys.stderr, state.settings)
+    classify = classifier(os.environ, sys.stderr, state.settings, user=user)
     code = run(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, exit_zero, classify)
     raise click.exceptions.Exit(code)

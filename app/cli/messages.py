@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from app.cli.context import EXIT_PROCESSING, CliState, build, pass_state
+from app.cli.context import EXIT_PROCESSING, CliState, build, pass_state, user_option
 from app.cli.mailboxes import Found, Unreadable, find_messages
 from app.cli.progress import Bar, progress_bar, wanted
 from app.domain.labels import LABELS
 from app.errors import (
     ConfigurationError,
     InvalidLabel,
+    InvalidUser,
     Overloaded,
     StorageConflict,
     StorageUnavailable,
@@ -42,7 +43,7 @@ from app.errors import (
 )
 
 if TYPE_CHECKING:
-    from app.service import Classification
+    from app.service import Classification, SpamFilter
 
 Work = Callable[[str, bytes], str]
 ErrorSink = Callable[[str, str], None]
@@ -50,7 +51,14 @@ ErrorSink = Callable[[str, str], None]
 FAILED = "failed"
 # Errors of the whole run, not of the message: the next message meets the same database,
 # settings and load. (StorageConflict is raised only after the service's own retries.)
-RUN_ERRORS = (StorageUnavailable, StorageConflict, Overloaded, ConfigurationError, InvalidLabel)
+RUN_ERRORS = (
+    StorageUnavailable,
+    StorageConflict,
+    Overloaded,
+    ConfigurationError,
+    InvalidLabel,
+    InvalidUser,
+)
 
 _paths = click.argument(
     "paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True)
@@ -62,6 +70,10 @@ _recursive = click.option(
     is_flag=True,
     help="Walk the Maildir++ subfolders (.Sent, .Archive...) of a Maildir too. "
     "Junk and trash folders are skipped unless named.",
+)
+_user = user_option(
+    "Whose model: a mail user (address or login). Default: the site-wide model. "
+    "A name that cannot be a user exits 64."
 )
 
 
@@ -183,6 +195,14 @@ def _find(state: CliState, paths: Sequence[str], recursive: bool) -> list[Found]
     return find_messages(paths, _stdin(), max_bytes, recursive=recursive, on_skip=on_skip)
 
 
+def _service(state: CliState, user: str | None) -> SpamFilter:
+    """The service; a ``--user`` that cannot name a model stops the command here (exit 64),
+    before any message is read."""
+    service = build(state.settings)
+    service.models(user)
+    return service
+
+
 @click.command()
 @click.option(
     "--label",
@@ -191,12 +211,18 @@ def _find(state: CliState, paths: Sequence[str], recursive: bool) -> list[Found]
     type=click.Choice(LABELS, case_sensitive=False),
     help="The gold label of every message given.",
 )
+@_user
 @_recursive
 @_quiet
 @_paths
 @pass_state
 def learn(
-    state: CliState, label: str, recursive: bool, quiet: bool, paths: tuple[str, ...]
+    state: CliState,
+    label: str,
+    user: str | None,
+    recursive: bool,
+    quiet: bool,
+    paths: tuple[str, ...],
 ) -> None:
     """Learn messages as spam or ham (PATH: file, folder, Maildir, mbox, or - for stdin).
 
@@ -208,12 +234,15 @@ def learn(
     model already judges right by a wide margin is skipped (the counts say why). A message
     that fails is reported on stderr and counted as failed, and the exit status is then 1;
     a database that is down stops it (75).
+
+    With --user, the user's own model learns them (and the site-wide one, unless
+    users.train_site is false).
     """
     found = _find(state, paths, recursive)
-    service = build(state.settings)
+    service = _service(state, user)
 
     def work(_name: str, raw: bytes) -> str:
-        return service.learn(raw, label).outcome.value
+        return service.learn(raw, label, user).outcome.value
 
     names = ("learned", "relabelled", "unchanged", "skipped")
     task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))
@@ -233,12 +262,18 @@ def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line, with clues.")
+@_user
 @_recursive
 @_quiet
 @_paths
 @pass_state
 def classify(
-    state: CliState, as_json: bool, recursive: bool, quiet: bool, paths: tuple[str, ...]
+    state: CliState,
+    as_json: bool,
+    user: str | None,
+    recursive: bool,
+    quiet: bool,
+    paths: tuple[str, ...],
 ) -> None:
     """Print a verdict per message: verdict, log-odds (nats), P(spam), path.
 
@@ -248,10 +283,10 @@ def classify(
     Counts go to stderr at the end, and only when a message failed: stdout is the verdicts.
     """
     found = _find(state, paths, recursive)
-    service = build(state.settings)
+    service = _service(state, user)
 
     def work(name: str, raw: bytes) -> str:
-        result = service.classify(raw)
+        result = service.classify(raw, user)
         if as_json:
             click.echo(json.dumps(classification_json(name, result)))
         else:
@@ -268,21 +303,24 @@ def classify(
 
 
 @click.command()
+@_user
 @_recursive
 @_quiet
 @_paths
 @pass_state
-def forget(state: CliState, recursive: bool, quiet: bool, paths: tuple[str, ...]) -> None:
+def forget(
+    state: CliState, user: str | None, recursive: bool, quiet: bool, paths: tuple[str, ...]
+) -> None:
     """Remove learned messages from the model (their counts are restored exactly).
 
     PATH is read as by learn: a Maildir is its cur/ and new/ only (--recursive adds its
     subfolders), and junk and trash folders are skipped unless named.
     """
     found = _find(state, paths, recursive)
-    service = build(state.settings)
+    service = _service(state, user)
 
     def work(_name: str, raw: bytes) -> str:
-        return service.forget(raw).outcome.value
+        return service.forget(raw, user).outcome.value
 
     run_task(Task("forget", ("forgotten", "unknown"), wanted(quiet)), found, work)
 

@@ -29,14 +29,14 @@ from rich.text import Text
 class Bar:
     """One task of a progress bar, or nothing when the bar is off."""
 
-    def __init__(self, progress: Progress | None, total: int, description: str) -> None:
+    def __init__(self, progress: Progress | None, total: int | None, description: str) -> None:
         self._progress = progress
         self._task: TaskID | None = None
         if progress is not None:
             self._task = progress.add_task(description, total=total)
 
     def advance(self, steps: int = 1) -> None:
-        """Move the bar on by ``steps`` messages."""
+        """Move the bar on by ``steps`` (messages, rows or bytes: the bar's unit)."""
         if self._progress is not None and self._task is not None:
             self._progress.advance(self._task, steps)
 
@@ -56,11 +56,16 @@ class Bar:
 
 
 class _RateColumn(ProgressColumn):
-    """Messages per second over rich's recent-speed window."""
+    """Units (messages, rows, bytes) per second over rich's recent-speed window."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self._unit = unit
 
     def render(self, task: Task) -> Text:
         speed = task.speed
-        return Text("" if speed is None else f"{speed:,.0f} msg/s", style="progress.data.speed")
+        text = "" if speed is None else f"{speed:,.0f} {self._unit}/s"
+        return Text(text, style="progress.data.speed")
 
 
 def wanted(quiet: bool, stdout_busy: bool = False) -> bool:
@@ -71,8 +76,11 @@ def wanted(quiet: bool, stdout_busy: bool = False) -> bool:
 
 
 @contextmanager
-def progress_bar(total: int, description: str, show: bool) -> Iterator[Bar]:
-    """A bar of ``total`` messages on stderr (or a silent stand-in when ``show`` is false)."""
+def progress_bar(
+    total: int | None, description: str, show: bool, unit: str = "msg"
+) -> Iterator[Bar]:
+    """A bar of ``total`` ``unit`` on stderr (None: a count without an end), or a silent
+    stand-in when ``show`` is false."""
     if not show:
         yield Bar(None, total, description)
         return
@@ -80,7 +88,7 @@ def progress_bar(total: int, description: str, show: bool) -> Iterator[Bar]:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        _RateColumn(),
+        _RateColumn(unit),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=Console(stderr=True),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from app.cli.context import CliState, build, pass_state
+from app.cli.progress import progress_bar, wanted
+from app.service.upkeep import ExpiryReport
 
 
 @click.command()
@@ -24,6 +26,7 @@ from app.cli.context import CliState, build, pass_state
     help="Expire tokens not learned for D days (default: SPAMFILTER_MAX_TOKEN_AGE_DAYS; "
     "0: never by age).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 @pass_state
 def expire(
     state: CliState,
@@ -32,6 +35,7 @@ def expire(
     dry_run: bool,
     max_tokens: int | None,
     max_age_days: int | None,
+    quiet: bool,
 ) -> None:
     """Expire tokens not learned for a while, then the rarest and oldest past the cap.
 
@@ -40,10 +44,15 @@ def expire(
     """
     if every and user:
         raise click.UsageError("--user and --all exclude each other")
-    reports = build(state.settings).expire(user, every, dry_run, max_tokens, max_age_days)
+    service = build(state.settings)
     verb = "would remove" if dry_run else "removed"
-    for report in reports:
-        click.echo(
-            f"{report.scope}: {verb} {report.by_age:,} by age, {report.by_size:,} by size; "
-            f"vocabulary {report.vocabulary:,} -> {report.after:,}"
-        )
+    with progress_bar(None, "expire", wanted(quiet, stdout_busy=True), unit="models") as bar:
+
+        def done(report: ExpiryReport) -> None:
+            bar.advance()
+            click.echo(
+                f"{report.scope}: {verb} {report.by_age:,} by age, {report.by_size:,} by size; "
+                f"vocabulary {report.vocabulary:,} -> {report.after:,}"
+            )
+
+        service.expire(user, every, dry_run, max_tokens, max_age_days, done)

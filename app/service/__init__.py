@@ -6,6 +6,7 @@ Each public call is one database transaction, opened and committed here; adapter
 a connection.
 """
 
+from app.service.accounts import DeletedUser, UserSummary
 from app.service.facade import SpamFilter
 from app.service.results import (
     Analysed,
@@ -21,6 +22,7 @@ from app.service.results import (
 __all__ = [
     "Analysed",
     "Classification",
+    "DeletedUser",
     "FeedbackResult",
     "Form",
     "LabelSummary",
@@ -28,4 +30,5 @@ __all__ = [
     "Outcome",
     "SpamFilter",
     "Stats",
+    "UserSummary",
 ]

@@ -7,10 +7,11 @@ database transaction, opened and committed by the use case; adapters never see a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from app.domain.labels import LABELS
+from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.events import Observer
 from app.service.history import History
 from app.service.judging import Judge
@@ -54,6 +55,7 @@ class SpamFilter:
         self._trainer = Trainer(store, settings, self._judge, self._upkeep)
         self._watch = Watcher(observers, adapter)
         self._transfer = Transfer(store, settings)
+        self._accounts = Accounts(store, settings)
         # The console's recorded activity (written by the recorder, read by the console).
         self.history = History(store, settings)
 
@@ -174,13 +176,24 @@ class SpamFilter:
         dry_run: bool = False,
         max_tokens: int | None = None,
         max_age_days: int | None = None,
+        done: Callable[[ExpiryReport], None] | None = None,
     ) -> list[ExpiryReport]:
         """Expire old and rare tokens of ``user``'s model (None: the site-wide one), or with
         ``every`` of the site-wide model and every user's; limits default to the settings'.
-        One transaction per model; ``dry_run`` only counts (see ``app.service.upkeep``)."""
+        One transaction per model, ``done`` told of each; ``dry_run`` only counts (see
+        ``app.service.upkeep``)."""
         scopes = self._upkeep.scopes(user, every)
         limits = self._upkeep.limits(max_tokens, max_age_days)
-        return self._upkeep.expire(scopes, limits, dry_run)
+        return self._upkeep.expire(scopes, limits, dry_run, done)
+
+    def users(self) -> list[UserSummary]:
+        """Every user with a model of their own: learned messages per label, vocabulary."""
+        return self._accounts.users()
+
+    def delete_user(self, user: str) -> DeletedUser:
+        """Delete ``user``'s own model (the site-wide model keeps what it learned from them);
+        UnknownUser when they have none, InvalidUser for a name that cannot be a user."""
+        return self._accounts.delete_user(user)
 
     def _feedback_analysis(self, message: bytes | Analysed, form: Form) -> Analysed:
         if isinstance(message, Analysed):

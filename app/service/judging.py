@@ -63,6 +63,10 @@ class Evaluation:
 _MESSAGE_ID_LIMIT = 250
 
 
+def _spam_odds(scored: nb.Scored) -> float:
+    return scored.log_odds(Label.SPAM, Label.HAM)
+
+
 def _printable(text: str) -> str:
     return "".join(c for c in text if " " < c < "\x7f")
 
@@ -156,11 +160,22 @@ class Judge:
             site_counts = tx.counts(models.site, ids)
             scored = self._blended(analysed, names, (own, totals), (site_counts, site))
             if scored is not None:
+                if self._has_own_verdicts(totals):
+                    # The site-wide model helps catch spam, but never condemns on its own what
+                    # the user's own model calls ham: the lower of the two log-odds is served.
+                    mine = self._score(tx, models.own, analysed, names, own, totals)
+                    if _spam_odds(mine) < _spam_odds(scored):
+                        scored = mine
                 return Evaluation(scored, learned, names, (own, site_counts))
         if not all(totals.of(label).messages for label in LABELS):
             return Evaluation(None, learned)
         scored = self._score(tx, models.own, analysed, names, own, totals)
         return Evaluation(scored, learned, names, (own,))
+
+    def _has_own_verdicts(self, totals: ModelTotals) -> bool:
+        """Whether a user's own model has learned enough of every label to give verdicts."""
+        needed = max(self.thresholds.min_messages, 1)
+        return all(totals.of(label).messages >= needed for label in LABELS)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
         """The site-wide totals a user's model falls back on; None without a fallback."""

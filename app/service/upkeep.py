@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from app.domain.users import user_of
@@ -75,9 +75,21 @@ class Upkeep:
             names = tx.expiry().scope_names()
         return [name for name in names if name == base or user_of(base, name) is not None]
 
-    def expire(self, scopes: list[str], limits: ExpiryLimits, dry_run: bool) -> list[ExpiryReport]:
-        """Expire each scope in a transaction of its own (read-only with ``dry_run``)."""
-        return [self._expire(scope, limits, dry_run) for scope in scopes]
+    def expire(
+        self,
+        scopes: list[str],
+        limits: ExpiryLimits,
+        dry_run: bool,
+        done: Callable[[ExpiryReport], None] | None = None,
+    ) -> list[ExpiryReport]:
+        """Expire each scope in a transaction of its own (read-only with ``dry_run``),
+        calling ``done`` with each scope's report as it is finished."""
+        reports = []
+        for scope in scopes:
+            reports.append(self._expire(scope, limits, dry_run))
+            if done is not None:
+                done(reports[-1])
+        return reports
 
     def after_learn(self, grown: Mapping[str, int]) -> None:
         """Expire the scopes a committed learn grew, when one is over the cap by the slack or

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
-from app.storage import dialect
+from app.storage import accounts, dialect
+from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.expiry import Expiry
@@ -345,6 +346,18 @@ class Transaction:
             "token_messages": len(bag),
         }
         dialect.increment(self._conn, label_total, [row])
+
+    def scopes_under(self, prefix: str) -> list[ScopeSummary]:
+        """Every scope named ``prefix...``, with learned messages per label and vocabulary,
+        in one query (see ``accounts.scopes_under``)."""
+        return accounts.scopes_under(self._conn, prefix)
+
+    def drop_scope(self, scope: str) -> DroppedScope | None:
+        """Delete scope ``scope`` and every row of it; None when there is no such scope."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return None
+        return accounts.drop_scope(self._conn, scope_id)
 
 
 def _today() -> int:

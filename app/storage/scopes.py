@@ -11,6 +11,7 @@ from typing import Literal, overload
 
 from sqlalchemy import Connection, select, update
 
+from app.errors import StorageConflict
 from app.storage import dialect
 from app.storage.tables import model_scope
 
@@ -75,11 +76,15 @@ class ScopeIds:
         """
         scope_id = self.get_or_create(name) if create else self.find(name)
         if scope_id is not None and scope_id not in self._bumped:
-            self._conn.execute(
+            bumped = self._conn.execute(
                 update(model_scope)
                 .where(model_scope.c.id == scope_id)
                 .values(generation=model_scope.c.generation + 1)
-            )
+            ).rowcount
+            if not bumped:
+                # The scope was deleted (a user deleted: ``accounts.drop_scope``) after this
+                # transaction found its id; counts written now would belong to no scope.
+                raise StorageConflict(f"scope {name!r} was deleted during this write")
             self._bumped.add(scope_id)
         return scope_id
 

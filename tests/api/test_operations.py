@@ -13,6 +13,7 @@ from tests.api.samples import HAMMY, SPAM, SPAMMY
 
 POST_ROUTES = ["/v1/classify", "/v1/feedback", "/v1/forget"]
 GET_ROUTES = ["/v1/stats", "/healthz", "/readyz", "/metrics"]
+USER_ROUTES = ["/v1/users", "/v1/users/{user}"]  # see test_users.py
 
 
 def test_healthz(client: TestClient) -> None:
@@ -86,7 +87,7 @@ def test_each_app_has_its_own_registry(make_api: MakeApi) -> None:
 def test_openapi_documents_every_route(client: TestClient) -> None:
     document = client.get("/openapi.json").json()
     paths = document["paths"]
-    assert set(paths) == set(POST_ROUTES + GET_ROUTES)
+    assert set(paths) == set(POST_ROUTES + GET_ROUTES + USER_ROUTES)
     for path in POST_ROUTES:
         operation = paths[path]["post"]
         body = operation["requestBody"]
@@ -115,7 +116,8 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
     error = paths["/v1/classify"]["post"]["responses"]["400"]["content"]["application/json"]
     assert error["schema"]["$ref"] == "#/components/schemas/ErrorResponse"
     schemas = document["components"]["schemas"]
-    for name in ("ClassifyResponse", "FeedbackResponse", "ForgetResponse", "StatsResponse"):
+    responses = ("ClassifyResponse", "FeedbackResponse", "ForgetResponse", "StatsResponse")
+    for name in (*responses, "UsersResponse", "DeletedUserResponse"):
         assert schemas[name]["examples"], name
 
 

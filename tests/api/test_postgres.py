@@ -32,4 +32,5 @@ def test_api_round_trip_on_postgresql(make_api: MakeApi, postgres_url: str) -> N
         "vocabulary": 0,
         "database": "postgresql",
         "scope": "global",
+        "user": None,
     }

@@ -125,6 +125,7 @@ def test_stats_empty(client: TestClient) -> None:
         "vocabulary": 0,
         "database": "sqlite",
         "scope": "global",
+        "user": None,
     }
 
 
@@ -143,6 +144,7 @@ def test_stats_count_learning_and_return_to_zero_after_forgetting(api: Api) -> N
         "vocabulary": 0,
         "database": "sqlite",
         "scope": "global",
+        "user": None,
     }
 
 

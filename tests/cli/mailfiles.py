@@ -31,6 +31,15 @@ def write_corpus(root: Path, n_ham: int = 30, n_spam: int = 30, seed: int = 7) -
     return root
 
 
+def write_folder(root: Path, name: str, raws: Sequence[bytes]) -> Path:
+    """A plain folder ``root/name`` holding each message as a file ``NNN.eml``."""
+    folder = root / name
+    folder.mkdir()
+    for number, raw in enumerate(raws):
+        (folder / f"{number:03d}.eml").write_bytes(raw)
+    return folder
+
+
 def write_mbox(path: Path, raws: Sequence[bytes]) -> Path:
     """An mbox file: an envelope line before each message, body ``From `` lines escaped."""
     chunks = []

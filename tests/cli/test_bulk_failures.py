@@ -176,11 +176,11 @@ def test_the_database_going_down_stops_the_run_at_once(
         service = real_build(settings)
         learn = service.learn
 
-        def failing(raw: bytes, label: str) -> Any:
+        def failing(raw: bytes, label: str, user: str | None) -> Any:
             calls.append(raw)
             if len(calls) == 2:
                 raise StorageUnavailable("database is down")
-            return learn(raw, label)
+            return learn(raw, label, user)
 
         monkeypatch.setattr(service, "learn", failing)
         return service

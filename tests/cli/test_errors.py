@@ -6,6 +6,7 @@ import pytest
 
 import app.cli
 import app.cli.messages
+import app.cli.users
 from app.errors import ConfigurationError, SpamFilterError, StorageUnavailable
 from app.settings import Settings
 from tests.cli.conftest import Run
@@ -29,7 +30,7 @@ def _raising(error: SpamFilterError) -> object:
 def test_service_errors_map_to_exit_codes(
     run_sqlite: Run, monkeypatch: pytest.MonkeyPatch, error: SpamFilterError, code: int
 ) -> None:
-    monkeypatch.setattr(app.cli, "build", _raising(error))
+    monkeypatch.setattr(app.cli.users, "build", _raising(error))
     result = run_sqlite("stats")
     assert result.exit_code == code
     assert result.stderr == f"spamfilter: {error.code}: {error}\n"

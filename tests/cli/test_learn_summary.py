@@ -7,20 +7,12 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Run
-from tests.cli.mailfiles import messages
+from tests.cli.mailfiles import messages, write_folder
 
 SKIPPED_WHY = (
     "the model already judged them right by more than {margin} nats (thick training; "
     "set SPAMFILTER_TRAINING_MODE=everything to learn every message)"
 )
-
-
-def _folder(root: Path, name: str, raws: list[bytes]) -> Path:
-    folder = root / name
-    folder.mkdir()
-    for number, raw in enumerate(raws):
-        (folder / f"{number:03d}.eml").write_bytes(raw)
-    return folder
 
 
 def _thick(monkeypatch: pytest.MonkeyPatch, margin: str = "30") -> None:
@@ -31,7 +23,7 @@ def _thick(monkeypatch: pytest.MonkeyPatch, margin: str = "30") -> None:
 def _trained(run: Run, tmp_path: Path) -> None:
     """Enough ham and spam that thick training judges more of the same with confidence."""
     for label in ("ham", "spam"):
-        folder = _folder(tmp_path, f"train-{label}", messages(label, 30))
+        folder = write_folder(tmp_path, f"train-{label}", messages(label, 30))
         assert run("learn", "-q", "--label", label, str(folder)).exit_code == 0
 
 
@@ -41,7 +33,7 @@ def test_thick_training_says_why_it_skipped(
 ) -> None:
     _thick(monkeypatch)
     _trained(run_sqlite, tmp_path)
-    more = _folder(tmp_path, "more", messages("spam", 20, start=100))
+    more = write_folder(tmp_path, "more", messages("spam", 20, start=100))
     (more / "zz-bad").write_bytes(b"\x00 not a message")
 
     result = run_sqlite("learn", "--label", "spam", str(more))
@@ -64,14 +56,14 @@ def test_the_margin_is_the_configured_one(
 ) -> None:
     _thick(monkeypatch, margin="2.5")
     _trained(run_sqlite, tmp_path)
-    more = _folder(tmp_path, "more", messages("ham", 10, start=100))
+    more = write_folder(tmp_path, "more", messages("ham", 10, start=100))
     result = run_sqlite("learn", "--label", "ham", str(more))
     assert result.exit_code == 0, result.output
     assert "by more than 2.5 nats (thick training;" in result.stdout
 
 
 def test_nothing_skipped_needs_no_explanation(run: Run, tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "ham", messages("ham", 3))
+    folder = write_folder(tmp_path, "ham", messages("ham", 3))
     result = run("learn", "--label", "ham", str(folder))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0].startswith(

@@ -168,3 +168,25 @@ def test_traffic_graphs_count_the_recorded_calls(console: Console) -> None:
     assert [v for v in latency["p50"] if v is not None]
     days = {s["label"]: s["values"] for s in charts[4]["series"]}  # type: ignore[index]
     assert sum(days["spam"]) == 3 / 60  # hourly periods: a mean per minute
+
+
+def test_the_status_page_lists_per_user_models_when_there_are_some(console: Console) -> None:
+    console.login()
+    assert "Per-user models" not in console.client.get("/ui/").text
+    console.service.learn(SPAMMY, "spam", user="alice@example.org")
+    page = console.client.get("/ui/").text
+    assert '<span id="user-count">1</span>' in page
+    assert "alice@example.org" in page
+
+
+def test_a_verdict_for_a_user_is_learned_into_that_users_model(console: Console) -> None:
+    console.train()
+    console.login()
+    console.service.classify(SPAMMY, user="bob@example.org")
+    console.flush()
+    listing = console.client.get("/ui/history", params={"user": "bob@example.org"}).text
+    link = re.search(r'href="(/ui/history/\d+)"', listing)
+    assert link and "bob@example.org" in listing
+    detail = console.client.get(link.group(1)).text
+    console.client.post(link.group(1), data={"action": "ham", "csrf": csrf_of(detail)})
+    assert console.service.stats(user="bob@example.org").labels["ham"].messages == 1

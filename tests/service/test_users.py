@@ -157,3 +157,27 @@ def test_clues_carry_their_learned_counts_over_the_models_that_judged(
     for token in shared:  # every token of the message is in hal's model once, as spam
         per = site.clue_counts[token]
         assert user.clue_counts[token] == {"ham": per["ham"], "spam": per["spam"] + 1}
+
+
+def test_a_trained_users_own_model_overrules_the_blend_towards_ham(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    """Once the user's own model gives verdicts, the served log-odds are the lower of the
+    blend's and the own model's: the site cannot condemn what the user's mail calls ham."""
+    blended = make_service(make_settings(users={"train_site": False, "fallback_strength": 1e6}))
+    rng = random.Random(34)
+    learn_all(blended, [(spam_message(rng, n), "spam") for n in range(30)])
+    learn_all(blended, [(ham_message(rng, 100 + n), "ham") for n in range(30)])
+    for n in range(12):  # ivy receives these words as ham; her spam is the usual ham words
+        blended.learn(spam_message(rng, 200 + n), "ham", user="ivy")
+        blended.learn(ham_message(rng, 300 + n), "spam", user="ivy")
+    alone = make_service(make_settings(users={"train_site": False, "fallback_strength": 0}))
+    probe = spam_message(rng, 999)
+    site = blended.classify(probe)
+    own = alone.classify(probe, user="ivy")
+    served = blended.classify(probe, user="ivy")
+    assert site.log_odds > 0 > own.log_odds
+    assert served.log_odds == pytest.approx(own.log_odds)
+    # before her model gives verdicts of its own, the blend (here: the site) decides
+    newcomer = blended.classify(probe, user="jay")
+    assert newcomer.log_odds == pytest.approx(site.log_odds, rel=1e-6)

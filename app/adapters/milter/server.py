@@ -20,6 +20,10 @@ Limits, all from settings:
 * ``protocol.MAX_FRAME``: a longer frame ends the connection; ``server.max_message_bytes``:
   a longer message is cut there and its head classified (see ``session``).
 
+Whose model judges: a message with one envelope recipient is judged by that user's model;
+with several, ``milter.recipients`` says: the site-wide model (``site``, the default: one
+verdict serves them all) or the first recipient's (``first``).
+
 Fail-safe: any error while judging a message (the service raising anything, including
 RecursionError or MemoryError, a timeout, a verdict that cannot be encoded) is answered at end
 of message as ``mail.on_error`` says, with the X-Spam-* fields the message came with deleted
@@ -54,6 +58,7 @@ from app.bootstrap import build_service, migrate_database
 from app.errors import (
     ConfigurationError,
     InvalidMessage,
+    InvalidUser,
     Overloaded,
     SpamFilterError,
     describe,
@@ -174,6 +179,7 @@ class MilterServer:
         self._max_connections = settings.milter.max_connections
         self._max_message_bytes = settings.server.max_message_bytes
         self._on_error = settings.mail.on_error
+        self._recipients = settings.milter.recipients
         if budget is None:
             budget = BodyBudget(settings.server.max_buffered_bytes)
         self._budget = budget
@@ -308,7 +314,20 @@ class MilterServer:
         return reply
 
     def _report(self, message: Message) -> MailReport:
-        return self._service.mail_report(self._service.classify(message.raw, message.recipient))
+        """The verdict of the model ``milter.recipients`` picks (see ``Message.user``).
+
+        A recipient that cannot name a model (InvalidUser: a quoted local part with a space,
+        say) is judged by the site-wide model instead: the same envelope would fail again,
+        so a tempfail would only defer the mail until it bounced, and accepting it unjudged
+        would let spam through; the site-wide model is what a message without a user gets.
+        """
+        user = message.user(self._recipients)
+        try:
+            result = self._service.classify(message.raw, user)
+        except InvalidUser:
+            log.info("%s: recipient names no model; site-wide model", message.queue_id or "-")
+            result = self._service.classify(message.raw)
+        return self._service.mail_report(result)
 
 
 def _logged(command: Command) -> Command:

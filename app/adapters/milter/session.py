@@ -81,17 +81,24 @@ CRLF = b"\r\n"
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A whole message to classify: raw bytes (CRLF line ends), the first envelope recipient,
+    """A whole message to classify: raw bytes (CRLF line ends), the envelope recipients,
     whether the size cap cut it, and the MTA's queue id (macro ``i``) for logs.
 
     ``hold`` is the budget reservation for ``raw``; release it once the message is judged.
     """
 
     raw: bytes
-    recipient: str | None
+    recipients: tuple[str, ...]
     truncated: bool
     queue_id: str | None
     hold: Reservation | None = field(default=None, compare=False, repr=False)
+
+    def user(self, several: Literal["site", "first"]) -> str | None:
+        """Whose model judges the message: its one recipient; with several, the first one
+        or (``site``) nobody, the site-wide model; with none, nobody."""
+        if len(self.recipients) == 1 or (self.recipients and several == "first"):
+            return self.recipients[0]
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +264,7 @@ class Session:
 
     def _message(self) -> Message | NoRoom:
         self._end_headers()
-        recipient = self._recipients[0] if self._recipients else None
+        recipients = tuple(self._recipients)
         queue_id = self.macros.get("i")
         # Last occurrence first, so deleting one never renumbers the next to delete.
         deletions: tuple[Response, ...] = ()
@@ -272,7 +279,7 @@ class Session:
         self._hold = self._budget.reserve()
         self._reset_message()
         self._deletions = deletions
-        return Message(raw, recipient, truncated, queue_id, hold)
+        return Message(raw, recipients, truncated, queue_id, hold)
 
 
 def _sendable_name(name: str) -> bool:

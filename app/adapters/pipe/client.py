@@ -17,12 +17,14 @@ from typing import Any
 
 from app.adapters.pipe.report import FilterReport
 from app.domain.decision import Verdict
-from app.errors import ConfigurationError, InvalidMessage, MessageTooLarge
+from app.errors import ConfigurationError, InvalidMessage, InvalidUser, MessageTooLarge
 
 URL_VARIABLE = "SPAMFILTER_FILTER_URL"
 TIMEOUT_VARIABLE = "SPAMFILTER_FILTER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
 _MAX_RESPONSE = 1 << 20
+# RFC 3986 unreserved characters: every other byte of a query value is percent-encoded.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 class DaemonUnavailable(Exception):
@@ -71,17 +73,22 @@ def _number(environ: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigurationError(f"{name} is not a number: {value!r}") from error
 
 
-def classify_remotely(daemon: Daemon, raw: bytes) -> FilterReport:
-    """Ask the service for a verdict on ``raw``.
+def classify_remotely(daemon: Daemon, raw: bytes, user: str | None = None) -> FilterReport:
+    """Ask the service for a verdict on ``raw``, with ``user``'s model (None: the site-wide
+    one).
 
     Raises InvalidMessage (400) or MessageTooLarge (413) when the message is the problem,
-    and DaemonUnavailable for everything else that is not a 200 with the expected JSON.
+    InvalidUser (422) when the user is, and DaemonUnavailable for everything else that is
+    not a 200 with the expected JSON.
     """
-    status, body = _post(daemon, f"{daemon.path}/v1/classify", raw)
+    query = "" if user is None else f"?user={query_value(user)}"
+    status, body = _post(daemon, f"{daemon.path}/v1/classify{query}", raw)
     if status == 400:
         raise InvalidMessage(_detail(body))
     if status == 413:
         raise MessageTooLarge(_detail(body))
+    if status == 422:
+        raise InvalidUser(_detail(body))
     if status != 200:
         raise DaemonUnavailable(f"HTTP {status} from the service")
     try:
@@ -91,6 +98,11 @@ def classify_remotely(daemon: Daemon, raw: bytes) -> FilterReport:
     except (ValueError, KeyError, TypeError) as error:
         raise DaemonUnavailable(f"unexpected answer from the service: {error}") from error
     return FilterReport(verdict, headers)
+
+
+def query_value(text: str) -> str:
+    """``text`` percent-encoded as a query value (UTF-8; stdlib urllib costs an import)."""
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode())
 
 
 def _post(daemon: Daemon, path: str, raw: bytes) -> tuple[int, bytes]:

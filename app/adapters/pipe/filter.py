@@ -80,11 +80,12 @@ def _say(errors: TextIO | None, line: str) -> None:
         errors.write(f"{PROGRAM}: {line}\n")
 
 
-def service_classifier(service: SpamFilter) -> Classify:
-    """Classify with ``service`` in this process (the report's fields are its mail report)."""
+def service_classifier(service: SpamFilter, user: str | None = None) -> Classify:
+    """Classify with ``service`` in this process, with ``user``'s model (None: the site-wide
+    one); the report's fields are its mail report."""
 
     def classify(raw: bytes) -> FilterReport:
-        result = service.classify(raw)
+        result = service.classify(raw, user)
         return FilterReport(result.verdict.value, service.mail_report(result).headers)
 
     return classify
@@ -94,8 +95,10 @@ def direct_classifier(
     settings: Settings | None = None,
     config: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    user: str | None = None,
 ) -> Classify:
-    """Classify in this process; the service is built (never migrated) on first use.
+    """Classify in this process, with ``user``'s model (None: the site-wide one); the
+    service is built (never migrated) on first use.
 
     Without ``settings`` they are loaded then (the ``config`` file, else the usual places,
     under ``environ``, default the process's), so a bad setting or a missing file is an error
@@ -112,7 +115,7 @@ def direct_classifier(
         chosen = settings or load_settings(config, os.environ if environ is None else environ)
         service = build_service(chosen, migrate=False)
         try:
-            return service_classifier(service)(raw)
+            return service_classifier(service, user)(raw)
         except StorageUnavailable as error:
             raise StorageUnavailable(f"{error} ({_NEVER_MIGRATES})") from error
         finally:
@@ -126,12 +129,13 @@ def classifier(
     errors: TextIO,
     settings: Settings | None = None,
     config: Path | None = None,
+    user: str | None = None,
 ) -> Classify:
     """The daemon client when ``SPAMFILTER_FILTER_URL`` is set (the direct path as its
-    fallback), else the direct path. The environment and the ``config`` file are read per
-    message, inside the classifier, so a bad value is that message's error (exit 3, passed
-    through)."""
-    direct = direct_classifier(settings, config, environ)
+    fallback), else the direct path, both judging with ``user``'s model (None: the
+    site-wide one). The environment and the ``config`` file are read per message, inside the
+    classifier, so a bad value is that message's error (exit 3, passed through)."""
+    direct = direct_classifier(settings, config, environ, user)
 
     def classify(raw: bytes) -> FilterReport:
         from app.adapters.pipe import client
@@ -140,7 +144,7 @@ def classifier(
         if daemon is None:
             return direct(raw)
         try:
-            return client.classify_remotely(daemon, raw)
+            return client.classify_remotely(daemon, raw, user)
         except client.DaemonUnavailable as error:
             errors.write(f"{PROGRAM}: service unavailable ({error}); classifying directly\n")
             return direct(raw)

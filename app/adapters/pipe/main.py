@@ -53,6 +53,13 @@ def parser() -> argparse.ArgumentParser:
         help="exit 0 for every verdict (spam, ham, unsure); 3 still means an error",
     )
     parse.add_argument(
+        "-u",
+        "--user",
+        metavar="USER",
+        help="judge with this mail user's model (address or login; default: the site-wide "
+        "model); one that cannot name a model is an error (exit 3, passed through)",
+    )
+    parse.add_argument(
         "--config",
         type=Path,
         metavar="PATH",
@@ -68,19 +75,21 @@ def run(
     exit_zero: bool = False,
     classify: Classify | None = None,
     config: Path | None = None,
+    user: str | None = None,
 ) -> int:
     """Filter one message from ``stdin`` to ``stdout``; the exit status.
 
     ``classify`` defaults to ``classifier``: the settings of the ``config`` file (else the
     one ``SPAMFILTER_CONFIG`` names or the usual places) under the process environment
-    (``SPAMFILTER_*``), read when the message is classified.
+    (``SPAMFILTER_*``), read when the message is classified, judging with ``user``'s model
+    (None: the site-wide model).
     """
     try:
         raw = stdin.read()
     except OSError as error:
         stderr.write(f"{PROGRAM}: cannot read the message: {describe(error)}\n")
         return ExitCode.ERROR
-    classify = classify or classifier(os.environ, stderr, config=config)
+    classify = classify or classifier(os.environ, stderr, config=config, user=user)
     filtered = filter_message(raw, classify, stderr)
     try:
         stdout.write(filtered.output)
@@ -100,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except UsageError as error:
         return run(*streams, classify=_refuse(f"usage: {error} (see {PROGRAM} --help)"))
-    return run(*streams, exit_zero=args.exit_zero, config=args.config)
+    return run(*streams, exit_zero=args.exit_zero, config=args.config, user=args.user)
 
 
 def _refuse(problem: str) -> Classify:

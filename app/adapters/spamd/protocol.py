@@ -34,6 +34,7 @@ from app.errors import (
     ConfigurationError,
     InvalidLabel,
     InvalidMessage,
+    InvalidUser,
     MessageTooLarge,
     Overloaded,
     SpamFilterError,
@@ -81,6 +82,7 @@ EXIT_CODES: Mapping[type[SpamFilterError], ExitCode] = {
     InvalidMessage: ExitCode.DATAERR,
     MessageTooLarge: ExitCode.DATAERR,
     InvalidLabel: ExitCode.USAGE,
+    InvalidUser: ExitCode.USAGE,  # a User header that cannot name a model
     StorageUnavailable: ExitCode.TEMPFAIL,
     StorageConflict: ExitCode.TEMPFAIL,  # raised only once the service's retries are used up
     Overloaded: ExitCode.TEMPFAIL,  # the process's buffered-bytes budget is full

@@ -21,9 +21,12 @@ from app.api.console.markup import (
 )
 from app.domain.labels import LABELS
 from app.service import Classification, FeedbackResult, Stats
+from app.service.accounts import UserSummary
 from app.service.history import FALSE_POSITIVE, MISSED_SPAM, Entry
 from app.settings import Settings
 from app.storage.activity import EntryFilter
+
+USERS_SHOWN = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,7 @@ class StatusFacts:
     database_bytes: int | None
     uptime_seconds: float
     daemons: Sequence[Health]
-    users: Sequence[tuple[str, Stats]] = ()
+    users: Sequence[UserSummary] = ()
 
 
 def size(n: int | None) -> str:
@@ -104,16 +107,26 @@ def status_body(found: StatusFacts, settings: Settings) -> str:
     )
     users = ""
     if found.users:
-        users = "<h2>Per-user models</h2>" + table(
-            ["User", *(f"{label} messages" for label in LABELS), "Vocabulary"],
-            [
+        shown = found.users[:USERS_SHOWN]
+        more = len(found.users) - len(shown)
+        users = (
+            f'<h2>Per-user models (<span id="user-count">{len(found.users):,}</span>)</h2>'
+            + table(
+                ["User", *(f"{label} messages" for label in LABELS), "Vocabulary"],
                 [
-                    e(name),
-                    *(f"{s.labels[label].messages:,}" for label in LABELS),
-                    f"{s.vocabulary:,}",
-                ]
-                for name, s in found.users
-            ],
+                    [
+                        e(u.user),
+                        *(f"{u.messages[label]:,}" for label in LABELS),
+                        f"{u.vocabulary:,}",
+                    ]
+                    for u in shown
+                ],
+            )
+            + (
+                f'<p class="hint">and {more:,} more (spamfilter user list shows them all)</p>'
+                if more
+                else ""
+            )
         )
     return (
         f'<section class="cards">{overview}</section><h2>Learned (site-wide model)</h2>{labels}'

@@ -115,6 +115,7 @@ async def status(
     size = await run_in_threadpool(service.history.database_bytes)
     http_detail = "ready" if readiness is None else f"not ready: {readiness}"
     daemons = await run_in_threadpool(probe_all, settings, http_detail)
+    users = await run_in_threadpool(service.users)
     found = StatusFacts(
         version=_version(),
         stats=stats,
@@ -122,6 +123,7 @@ async def status(
         database_bytes=size,
         uptime_seconds=time.monotonic() - request.app.state.console_started,
         daemons=daemons,
+        users=users,
     )
     return _page(request, session, "Status", status_body(found, settings), "status")
 

@@ -23,6 +23,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,6 +39,20 @@ SNIPPETS = (
 SCRIPTS = ("report-spam.sieve", "report-ham.sieve", "spam-to-junk.sieve")
 LEARNER = "spamfilter-learn"
 FILTER = "spamfilter-filter"
+
+
+def spamfilter_program(path: Path) -> Path:
+    """An executable ``spamfilter`` at ``path`` that runs this checkout's code: Dovecot and
+    the wrappers give their programs an almost empty environment, so the installed console
+    script would import whichever copy of the package is installed."""
+    path.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{PROJECT}" exec "{sys.executable}" '
+        '-c "from app.cli import main; main()" "$@"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
 USER, PASSWORD = "alice@example.org", "secret"
 MAIL_USER = "nobody"
 

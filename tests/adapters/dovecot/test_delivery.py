@@ -21,7 +21,7 @@ import pytest
 from app.bootstrap import build_service
 from app.service import SpamFilter
 from app.settings import Settings
-from tests.adapters.dovecot.instance import PASSWORD, USER, Dovecot, Layout, prepare
+from tests.adapters.dovecot.instance import PASSWORD, PROJECT, USER, Dovecot, Layout, prepare
 from tests.adapters.peers import require_program, require_root
 from tests.adapters.pipe.conftest import train
 from tests.builders import ham_message, spam_message
@@ -46,7 +46,10 @@ def layout(tmp_path: Path, trained_url: str) -> Iterator[Layout]:
     """The instance's files; the filter runs ``python -m app.adapters.pipe`` on the model."""
     require_root("the Dovecot test runs as root (mail processes as nobody, programs as root)")
     program = tmp_path / "spamfilter-filter-bin"
-    program.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m app.adapters.pipe "$@"\n')
+    # This checkout's code, whatever copy of the package is installed (see spamfilter_program).
+    program.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{PROJECT}" exec "{sys.executable}" -m app.adapters.pipe "$@"\n'
+    )
     program.chmod(0o755)
     settings = {"SPAMFILTER_DATABASE_URL": trained_url, "SPAMFILTER_FILTER_BIN": str(program)}
     made = prepare(tmp_path / "dovecot", settings)
@@ -67,20 +70,27 @@ def fetch_all(imap: imaplib.IMAP4, mailbox: str) -> list[bytes]:
     return messages
 
 
+def test_the_recipients_own_model_judges_at_delivery(trained_url: str, layout: Layout) -> None:
+    # Alice's model learned the training mail backwards, and judges her mail alone.
+    settings = Settings(_env_file=None, database_url=trained_url, users={"train_site": False})
+    service = build_service(settings)
+    rng = random.Random(7)
+    for serial in range(20):
+        service.learn(spam_message(rng, serial), "ham", USER)
+        service.learn(ham_message(rng, 1000 + serial), "spam", USER)
+    service.close()
+    env = layout.filter_dir / "spamfilter.env"
+    env.write_text(env.read_text() + "SPAMFILTER_USERS__FALLBACK_STRENGTH=0\n")
+    junk, inbox = deliver_all(layout, [ham_message(random.Random(98), 5002)])
+    assert (len(junk), len(inbox)) == (1, 0), [headers(m) for m in inbox]
+    assert headers(junk[0])["X-Spam-Flag"] == "YES"
+
+
 def test_spam_goes_to_junk_with_headers(layout: Layout) -> None:
     rng = random.Random(99)
     spam, ham = spam_message(rng, 5000), ham_message(rng, 5001)
-    with Dovecot(require_program("dovecot"), layout) as dovecot:
-        for raw in (spam, ham):
-            delivered = dovecot.deliver(raw, USER)
-            assert delivered.returncode == 0, delivered.stderr.decode() + dovecot.diagnostics()
-        imap = imaplib.IMAP4("127.0.0.1", layout.port)
-        try:
-            assert imap.login(USER, PASSWORD)[0] == "OK"
-            junk, inbox = fetch_all(imap, "Junk"), fetch_all(imap, "INBOX")
-        finally:
-            imap.logout()
-        assert (len(junk), len(inbox)) == (1, 1), dovecot.diagnostics()
+    junk, inbox = deliver_all(layout, [spam, ham])
+    assert (len(junk), len(inbox)) == (1, 1)
     spam_fields, ham_fields = headers(junk[0]), headers(inbox[0])
     assert spam_fields["X-Spam-Flag"] == "YES"
     assert spam_fields["X-Spam-Verdict"].startswith("spam; ")
@@ -88,6 +98,20 @@ def test_spam_goes_to_junk_with_headers(layout: Layout) -> None:
     assert ham_fields["X-Spam-Status"].startswith("No, score=")
     assert junk[0].endswith(spam.split(b"\r\n\r\n", 1)[1])
     assert inbox[0].endswith(ham.split(b"\r\n\r\n", 1)[1])
+
+
+def deliver_all(layout: Layout, messages: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """Deliver ``messages`` to USER with dovecot-lda; the messages of Junk and of INBOX."""
+    with Dovecot(require_program("dovecot"), layout) as dovecot:
+        for raw in messages:
+            delivered = dovecot.deliver(raw, USER)
+            assert delivered.returncode == 0, delivered.stderr.decode() + dovecot.diagnostics()
+        imap = imaplib.IMAP4("127.0.0.1", layout.port)
+        try:
+            assert imap.login(USER, PASSWORD)[0] == "OK"
+            return fetch_all(imap, "Junk"), fetch_all(imap, "INBOX")
+        finally:
+            imap.logout()
 
 
 def headers(raw: bytes) -> dict[str, str]:

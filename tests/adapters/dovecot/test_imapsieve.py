@@ -10,7 +10,6 @@ from __future__ import annotations
 import imaplib
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tests.adapters.dovecot.instance import (
     Dovecot,
     Layout,
     prepare,
+    spamfilter_program,
 )
 from tests.adapters.peers import require_program, require_root
 from tests.builders import make_message
@@ -54,7 +54,7 @@ def learned_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 def layout(tmp_path: Path, learned_database: SpamFilter) -> Iterator[Layout]:
     """The instance's files, the learner pointed at the test's database."""
     require_root("the Dovecot test runs as root (mail processes as nobody, the learner as root)")
-    spamfilter = Path(sys.executable).with_name("spamfilter")
+    spamfilter = spamfilter_program(tmp_path / "spamfilter")
     url = f"sqlite:///{tmp_path / 'learned.db'}"
     made = prepare(
         tmp_path / "dovecot", {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": str(spamfilter)}
@@ -63,9 +63,9 @@ def layout(tmp_path: Path, learned_database: SpamFilter) -> Iterator[Layout]:
     shutil.rmtree(made.mail, ignore_errors=True)
 
 
-def counts(service: SpamFilter) -> dict[str, int]:
-    """Learned messages per label."""
-    return {label: summary.messages for label, summary in service.stats().labels.items()}
+def counts(service: SpamFilter, user: str | None = None) -> dict[str, int]:
+    """Learned messages per label (of ``user``'s own model, or the site-wide one)."""
+    return {label: summary.messages for label, summary in service.stats(user).labels.items()}
 
 
 def move(imap: imaplib.IMAP4, source: str, target: str) -> None:
@@ -97,11 +97,15 @@ def test_moving_into_and_out_of_junk_learns(layout: Layout, learned_database: Sp
             assert imap.uid("MOVE", _uid_of(imap, b"Old newsletter"), "Trash")[0] == "OK"
             move(imap, "Junk", "Trash")  # the spam learned above, and nothing learned for it
             assert counts(service) == {"ham": 1, "spam": 1}, dovecot.diagnostics()
+            # The mailbox owner (the IMAP login) taught their own model the same.
+            assert counts(service, USER) == {"ham": 1, "spam": 1}
+            assert [u.user for u in service.users()] == [USER]
         finally:
             imap.logout()
     # The learner got the messages byte for byte: learning them again changes nothing.
     assert service.learn(SPAM, "spam").outcome is Outcome.UNCHANGED
     assert service.learn(HAM, "ham").outcome is Outcome.UNCHANGED
+    assert service.learn(SPAM, "spam", USER).outcome is Outcome.UNCHANGED
     assert service.forget(TRASHED).outcome is Outcome.UNKNOWN
 
 

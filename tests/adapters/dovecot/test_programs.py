@@ -19,7 +19,7 @@ import pytest
 
 from app.bootstrap import build_service
 from app.settings import Settings
-from tests.adapters.dovecot.instance import FILES, FILTER, LEARNER
+from tests.adapters.dovecot.instance import FILES, FILTER, LEARNER, spamfilter_program
 from tests.builders import make_message
 
 SPAMFILTER = Path(sys.executable).with_name("spamfilter")
@@ -34,11 +34,12 @@ def environment(extra: dict[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
-def learned(url: str) -> dict[str, int]:
-    """Learned messages per label in the database at ``url``."""
+def learned(url: str, user: str | None = None) -> dict[str, int]:
+    """Learned messages per label in the database at ``url`` (``user``'s own model, or the
+    site-wide one)."""
     service = build_service(Settings(_env_file=None, database_url=url), migrate=False)
     try:
-        return {label: s.messages for label, s in service.stats().labels.items()}
+        return {label: s.messages for label, s in service.stats(user).labels.items()}
     finally:
         service.close()
 
@@ -120,13 +121,22 @@ def wrapper(tmp_path: Path) -> Wrapper:
     return run
 
 
-def test_the_wrapper_learns_with_its_settings_file(wrapper: Wrapper, url: str) -> None:
-    settings = {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": str(SPAMFILTER)}
+@pytest.fixture
+def program(tmp_path: Path) -> str:
+    """SPAMFILTER_BIN for the wrappers: ``spamfilter`` running this checkout's code."""
+    return str(spamfilter_program(tmp_path / "spamfilter"))
+
+
+def test_the_wrapper_learns_with_its_settings_file(
+    wrapper: Wrapper, url: str, program: str
+) -> None:
+    settings = {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": program}
     result = wrapper(MESSAGE, "spam", "alice", settings=settings)
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
     assert learned(url) == {"ham": 0, "spam": 1}
+    assert learned(url, "alice") == {"ham": 0, "spam": 1}  # the mailbox owner's model
     assert wrapper(b"not a message\n", "ham", settings=settings).returncode == 1
-    down = {"SPAMFILTER_DATABASE_URL": UNAVAILABLE, "SPAMFILTER_BIN": str(SPAMFILTER)}
+    down = {"SPAMFILTER_DATABASE_URL": UNAVAILABLE, "SPAMFILTER_BIN": program}
     assert wrapper(MESSAGE, "ham", settings=down).returncode == 75
 
 
@@ -152,3 +162,18 @@ def test_the_filter_wrapper_passes_its_options_on(
     assert wrapper(MESSAGE, "--exit-zero", settings=settings, program=FILTER).returncode == 0
     missing = {"SPAMFILTER_FILTER_BIN": str(tmp_path / "nowhere")}
     assert wrapper(MESSAGE, "--exit-zero", settings=missing, program=FILTER).returncode != 0
+
+
+def test_the_wrapper_trains_the_mailbox_owners_model(
+    wrapper: Wrapper, url: str, program: str
+) -> None:
+    settings = {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": program}
+    other = make_message("Quarterly figures", "The report is attached.\n")
+    assert wrapper(other, "ham", settings=settings).returncode == 0  # no user: site only
+    assert wrapper(MESSAGE, "spam", "Bob Smith", settings=settings).returncode == 64
+    assert wrapper(MESSAGE, "spam", "bob@example.org", settings=settings).returncode == 0
+    moved = wrapper(MESSAGE, "ham", "bob@example.org", settings=settings)
+    assert (moved.returncode, moved.stderr) == (0, b"")
+    assert learned(url, "bob@example.org") == {"ham": 1, "spam": 0}
+    assert learned(url, "alice") == {"ham": 0, "spam": 0}
+    assert learned(url) == {"ham": 2, "spam": 0}

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
+
+import pytest
 
 from app.adapters.milter.protocol import (
     Abort,
@@ -95,7 +98,7 @@ def test_every_event_before_the_message_continues_and_macros_get_no_reply() -> N
     assert feed(session, events) == [(), (Continue(),), (Continue(),), (Continue(),), ()]
 
 
-def test_the_message_is_rebuilt_with_crlf_and_handed_back_with_its_first_recipient() -> None:
+def test_the_message_is_rebuilt_with_crlf_and_handed_back_with_its_recipients() -> None:
     session = negotiated()
     session.handle(DefineMacros("E", {"i": "QID42"}))
     outcomes = feed(
@@ -109,7 +112,7 @@ def test_the_message_is_rebuilt_with_crlf_and_handed_back_with_its_first_recipie
     assert all(outcome == (Continue(),) for outcome in outcomes[:-1])
     assert outcomes[-1] == Message(
         raw=b"Subject: Hello\r\nReceived: from a\r\n\tby b\r\n\r\nline one\r\nline two\r\n",
-        recipient="first@example.net",
+        recipients=("first@example.net", "second@example.net"),
         truncated=False,
         queue_id="QID42",
     )
@@ -122,7 +125,24 @@ def test_a_message_without_body_or_end_of_headers_still_has_its_separator() -> N
     message = session.handle(EndOfMessage(b"tail\r\n"))
     assert isinstance(message, Message)
     assert message.raw == b"Subject: x\r\n\r\ntail\r\n"
-    assert message.recipient is None
+    assert message.recipients == ()
+    assert message.user("first") is None and message.user("site") is None
+
+
+@pytest.mark.parametrize(
+    ("recipients", "several", "user"),
+    [
+        (("alice@example.net",), "site", "alice@example.net"),
+        (("alice@example.net",), "first", "alice@example.net"),
+        (("alice@example.net", "bob@example.net"), "site", None),
+        (("alice@example.net", "bob@example.net"), "first", "alice@example.net"),
+    ],
+)
+def test_the_user_whose_model_judges(
+    recipients: tuple[str, ...], several: Literal["site", "first"], user: str | None
+) -> None:
+    message = Message(b"Subject: x\r\n\r\n", recipients, truncated=False, queue_id=None)
+    assert message.user(several) == user
 
 
 def test_accept_inserts_our_headers_at_the_top_and_deletes_forged_ones_last_first() -> None:

@@ -35,14 +35,16 @@ function open_session()
 end
 
 -- The envelope, DATA and the header fields of the message at PATH; every step must continue.
-function send_head(conn, path, queue_id)
+-- RECIPIENTS (optional) lists the envelope recipients, by default user@ and other@.
+function send_head(conn, path, queue_id, recipients)
+    recipients = recipients or {"<user@example.net>", "<other@example.net>"}
     mt.macro(conn, SMFIC_MAIL, "i", queue_id)
     check(mt.mailfrom(conn, "<sender@example.org>", "BODY=8BITMIME") == nil, "mt.mailfrom")
     reply_is(conn, SMFIR_CONTINUE, "MAIL")
-    check(mt.rcptto(conn, "<user@example.net>") == nil, "mt.rcptto")
-    reply_is(conn, SMFIR_CONTINUE, "RCPT")
-    check(mt.rcptto(conn, "<other@example.net>") == nil, "mt.rcptto (second)")
-    reply_is(conn, SMFIR_CONTINUE, "RCPT (second)")
+    for _, recipient in ipairs(recipients) do
+        check(mt.rcptto(conn, recipient) == nil, "mt.rcptto " .. recipient)
+        reply_is(conn, SMFIR_CONTINUE, "RCPT " .. recipient)
+    end
     check(mt.data(conn) == nil, "mt.data")
     reply_is(conn, SMFIR_CONTINUE, "DATA")
     for line in io.lines(path .. ".headers") do
@@ -56,8 +58,8 @@ function send_head(conn, path, queue_id)
 end
 
 -- A whole message: head, body (the last chunk's reply is returned) and end of message.
-function send_message(conn, path, queue_id)
-    send_head(conn, path, queue_id)
+function send_message(conn, path, queue_id, recipients)
+    send_head(conn, path, queue_id, recipients)
     check(mt.bodyfile(conn, path .. ".body") == nil, "mt.bodyfile")
     local body_reply = mt.getreply(conn)
     check(mt.eom(conn) == nil, "mt.eom")
