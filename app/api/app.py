@@ -7,6 +7,7 @@ usual places, the ``SPAMFILTER_*`` environment on top.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import metadata
@@ -89,7 +90,9 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = given
         if service is None:
-            service = await run_in_threadpool(build_service, settings, True, "http")
+            service = await run_in_threadpool(
+                functools.partial(build_service, settings, True, daemon="http")
+            )
         app.state.service = service
         try:
             yield

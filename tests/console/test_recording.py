@@ -146,3 +146,22 @@ def test_daemon_probes_tell_running_from_not_running(tmp_path: object) -> None:
     assert probe_spamd("127.0.0.1", port).state == "not running"
     assert probe_milter(f"unix:{tmp_path}/missing.sock").state == "not running"
     assert probe_milter(f"inet:{port}@127.0.0.1").state == "not running"
+
+
+def test_a_daemons_service_records_its_calls_under_its_name(
+    make_settings: object, make_service: object
+) -> None:
+    from app.bootstrap import build_service
+    from tests.api.samples import SPAMMY
+
+    settings: Settings = make_settings()  # type: ignore[operator]
+    for daemon in ("spamd", "milter"):
+        service = build_service(settings, daemon=daemon)
+        service.classify(SPAMMY)
+        service.close()  # flushes what the recorder still holds
+    reader: SpamFilter = make_service(settings)  # type: ignore[operator]
+    assert sorted(e.adapter for e in reader.history.entries(EntryFilter())) == ["milter", "spamd"]
+    cli = build_service(settings)  # one-shot commands record nothing
+    cli.classify(SPAMMY)
+    cli.close()
+    assert len(reader.history.entries(EntryFilter())) == 2
