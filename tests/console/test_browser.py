@@ -87,6 +87,14 @@ def test_log_in_scan_learn_from_history_and_see_the_counts_move(
     assert page.locator("figure.clues rect").count() > 0
     page.screenshot(path=str(shots / "scan.png"), full_page=True)
 
+    page.goto(f"{served}/ui/scan")
+    upload = {"name": "offer.eml", "mimeType": "message/rfc822", "buffer": SPAM[0]}
+    page.set_input_files("#upload", files=[upload])
+    page.wait_for_function("document.querySelector('input[name=upload_b64]') !== null")
+    assert "FREE PRIZE" in page.input_value("#raw")
+    page.click("button[value=classify]")
+    assert page.inner_text("#result h2") == "Verdict: spam"
+
     ham = (
         b"From: Carol <carol@example.org>\nSubject: Notes from the allotment\n\n"
         b"The notes from Sunday at the allotment, and lunch plans for the meeting.\n"
