@@ -287,7 +287,7 @@ class ConsoleSettings(BaseModel):
     )
     flush_events: int = Field(500, ge=1, description="... or once this many events wait")
     buffer_events: int = Field(
-        20_000, ge=1, description="events held in memory at most; past it the oldest are lost"
+        5_000, ge=1, description="events held in memory at most; past it the oldest are lost"
     )
 
 

@@ -190,3 +190,25 @@ def test_a_verdict_for_a_user_is_learned_into_that_users_model(console: Console)
     detail = console.client.get(link.group(1)).text
     console.client.post(link.group(1), data={"action": "ham", "csrf": csrf_of(detail)})
     assert console.service.stats(user="bob@example.org").labels["ham"].messages == 1
+
+
+def test_history_pages_through_older_entries(console: Console) -> None:
+    from datetime import UTC, datetime
+
+    from app.service.events import Event
+
+    now = datetime.now(UTC)
+    console.service.history.record(
+        [
+            Event(now, "classify", "milter", None, "ham", 0.001, digest=f"{i:064x}",
+                  subject=f"message {i}", log_odds=-5.0)
+            for i in range(105)
+        ]
+    )  # fmt: skip
+    console.login()
+    first = console.client.get("/ui/history", params={"adapter": "milter"}).text
+    assert "message 104" in first and "message 5<" in first and "message 4<" not in first
+    older = re.search(r'href="(/ui/history\?[^"]*before=\d+[^"]*)"', first)
+    assert older
+    second = console.client.get(older.group(1).replace("&amp;", "&")).text
+    assert "message 4<" in second and "message 0<" in second and "message 5<" not in second
