@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 DAEMONS = frozenset({"http", "spamd", "milter"})
+RECORDED = DAEMONS | {"cli"}
 
 
 def build_service(
@@ -22,15 +23,16 @@ def build_service(
     migrate: bool = True,
     adapter: str = "cli",
     registry: CollectorRegistry | None = None,
-    daemon: str | None = None,
+    recorded: str | None = None,
 ) -> SpamFilter:
     """A ready service for the entry point ``adapter``; with ``migrate`` the database is
     created or upgraded first. Its calls go to the verdict log (``log.verdicts``) and, given
     a Prometheus ``registry``, to the service metrics in it.
 
-    ``daemon`` names the daemon the service runs in (http, spamd, milter): its calls are
-    reported under that name and recorded for the web console (``console.record``), while
-    the verdict log is still chosen by ``adapter``."""
+    ``recorded`` names the program the service runs in for the web console (``RECORDED``:
+    the daemons, and the CLI, through which learn-on-move feedback arrives): its calls are
+    reported under that name and recorded (``console.record``), while the verdict log is
+    still chosen by ``adapter``."""
     engine = make_engine(settings.database_url)
     if migrate:
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
@@ -38,7 +40,7 @@ def build_service(
         upgrade(engine)
     chosen = observers(settings, adapter, registry)
     recorder = None
-    if daemon in DAEMONS and settings.console.record:
+    if recorded in RECORDED and settings.console.record:
         from app.telemetry.recorder import Recorder
 
         console = settings.console
@@ -49,7 +51,7 @@ def build_service(
             console.buffer_events,
         )
         chosen.append(recorder)
-    service = SpamFilter(Store(engine), settings, chosen, daemon or adapter)
+    service = SpamFilter(Store(engine), settings, chosen, recorded or adapter)
     if recorder is not None:
         recorder.start()
     return service

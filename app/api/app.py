@@ -91,7 +91,7 @@ def _lifespan(
         service = given
         if service is None:
             service = await run_in_threadpool(
-                functools.partial(build_service, settings, True, daemon="http")
+                functools.partial(build_service, settings, True, recorded="http")
             )
         app.state.service = service
         try:

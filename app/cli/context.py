@@ -90,10 +90,11 @@ pass_request = click.make_pass_decorator(ConfigRequest)
 
 
 def build(settings: Settings) -> SpamFilter:
-    """The service for ``settings``, its database created or upgraded first."""
+    """The service for ``settings``, its database created or upgraded first; its calls are
+    recorded for the web console (learn-on-move feedback arrives through ``learn``)."""
     from app.bootstrap import build_service
 
-    return build_service(settings, migrate=True)
+    return build_service(settings, migrate=True, recorded="cli")
 
 
 def user_option(help_text: str) -> Callable[[F], F]:

@@ -81,7 +81,7 @@ def spamd(
     revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce_database(settings)
     click.echo(f"database at revision {revision}", err=True)
-    service = build_service(settings, migrate=False, daemon="spamd")
+    service = build_service(settings, migrate=False, recorded="spamd")
     tell = "enabled" if settings.spamd.allow_tell else "disabled"
 
     def ready(bound_host: str, bound_port: int) -> None:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from app.service.events import Event
 from app.service.results import Analysed
 from app.settings import Settings
-from app.storage.activity import EntryFilter, EntryRow, MinuteRow
+from app.storage.activity import EntryFilter, EntryRow, Judged, MinuteRow
 from app.storage.store import Store
 from app.storage.tables import LATENCY_BUCKETS
 
@@ -111,20 +111,26 @@ class History:
         now = now or datetime.now(UTC)
         minutes: dict[tuple[int, str, str, str], MinuteRow] = {}
         entries = [self._entry(e, now) for e in events if e.call == "classify" and e.digest]
+        feedback = [e for e in events if e.call in ("learn", "forget") and e.digest]
         with self._store.transaction(write=True) as tx:
             activity = tx.activity()
             activity.add_entries([e for e in entries if e is not None])
+            known = activity.judged({e.digest for e in feedback if e.digest})
+            changed: dict[str, str | None] = {}
             for event in events:
                 _count(minutes, event.time, event.adapter, event.call, event.outcome, event.seconds)
-                if event.digest is None or event.outcome == "error":
+                judged = known.get(event.digest or "")
+                if judged is None or event.outcome == "error":
                     continue
                 if event.call == "learn" and event.outcome in _LEARNED and event.label:
-                    kind = _correction(activity.latest_for(event.digest), event.label)
+                    kind = _correction(judged, event.label)
                     if kind is not None:
                         _count(minutes, event.time, event.adapter, CORRECTION, kind, 0.0)
-                    activity.set_learned(event.digest, event.label)
+                    judged.learned = changed[event.digest or ""] = event.label
                 elif event.call == "forget" and event.outcome == "forgotten":
-                    activity.set_learned(event.digest, None)
+                    judged.learned = changed[event.digest or ""] = None
+            for label in set(changed.values()):
+                activity.set_learned([d for d, lb in changed.items() if lb == label], label)
             activity.add_minutes(self.source, list(minutes.values()))
             keep = self._settings
             activity.prune_entries(
@@ -212,9 +218,9 @@ def _count(
         row.latency[bucket_of(ms)] += 1
 
 
-def _correction(entry: EntryRow | None, label: str) -> str | None:
+def _correction(entry: Judged, label: str) -> str | None:
     """What learning ``label`` says of the verdict the history holds, once per message."""
-    if entry is None or entry.learned == label:
+    if entry.learned == label:
         return None
     if entry.verdict == "spam" and label == "ham":
         return FALSE_POSITIVE

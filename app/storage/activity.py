@@ -7,7 +7,7 @@ daemons never update the same row, and readers sum over sources.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -58,6 +58,15 @@ class MinuteRow:
     latency: list[int] = field(default_factory=lambda: [0] * LATENCY_BUCKETS)
 
 
+@dataclass(slots=True)
+class Judged:
+    """What the history holds of a message: the newest verdict, and the label it was learned
+    as since (None: not learned, or forgotten)."""
+
+    verdict: str
+    learned: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class EntryFilter:
     """Which history entries to list: every field that is set must match."""
@@ -104,22 +113,26 @@ class Activity:
         ]
         self._conn.execute(activity_entry.insert(), rows)
 
-    def latest_for(self, digest: str) -> EntryRow | None:
-        """The newest history entry of the message with ``digest``."""
-        query = (
-            select(activity_entry)
-            .where(activity_entry.c.digest == digest)
-            .order_by(activity_entry.c.id.desc())
-            .limit(1)
-        )
-        row = self._conn.execute(query).first()
-        return None if row is None else _entry(row)
+    def judged(self, digests: Collection[str]) -> dict[str, Judged]:
+        """Per digest with a history entry: the newest entry's verdict and learned label."""
+        table = activity_entry
+        found: dict[str, Judged] = {}
+        for chunk in _chunks(sorted(digests)):
+            query = (
+                select(table.c.digest, table.c.verdict, table.c.learned)
+                .where(table.c.digest.in_(chunk))
+                .order_by(table.c.id)
+            )
+            for digest, verdict, learned in self._conn.execute(query):
+                found[digest] = Judged(verdict, learned)
+        return found
 
-    def set_learned(self, digest: str, label: str | None) -> None:
-        """Note on every entry of ``digest`` the label it was learned as (None: forgotten)."""
-        self._conn.execute(
-            update(activity_entry).where(activity_entry.c.digest == digest).values(learned=label)
-        )
+    def set_learned(self, digests: Collection[str], label: str | None) -> None:
+        """Note on every entry of ``digests`` the label they were learned as (None:
+        forgotten)."""
+        table = activity_entry
+        for chunk in _chunks(sorted(digests)):
+            self._conn.execute(update(table).where(table.c.digest.in_(chunk)).values(learned=label))
 
     def entries(self, chosen: EntryFilter, limit: int) -> list[EntryRow]:
         """The newest entries matching ``chosen``, newest first, tokens left out."""
@@ -226,6 +239,10 @@ class Activity:
             found = self._conn.execute(text("SELECT pg_database_size(current_database())"))
             return int(found.scalar() or 0)
         return None
+
+
+def _chunks(values: list[str], size: int = 500) -> list[list[str]]:
+    return [values[i : i + size] for i in range(0, len(values), size)]
 
 
 def _conditions(chosen: EntryFilter) -> list[ColumnElement[bool]]:

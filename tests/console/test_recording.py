@@ -156,12 +156,52 @@ def test_a_daemons_service_records_its_calls_under_its_name(
 
     settings: Settings = make_settings()  # type: ignore[operator]
     for daemon in ("spamd", "milter"):
-        service = build_service(settings, daemon=daemon)
+        service = build_service(settings, recorded=daemon)
         service.classify(SPAMMY)
         service.close()  # flushes what the recorder still holds
     reader: SpamFilter = make_service(settings)  # type: ignore[operator]
     assert sorted(e.adapter for e in reader.history.entries(EntryFilter())) == ["milter", "spamd"]
-    cli = build_service(settings)  # one-shot commands record nothing
-    cli.classify(SPAMMY)
-    cli.close()
+    evaluation = build_service(settings)  # a service built without a name records nothing
+    evaluation.classify(SPAMMY)
+    evaluation.close()
     assert len(reader.history.entries(EntryFilter())) == 2
+
+
+def test_feedback_through_the_cli_is_recorded_when_it_exits(
+    make_settings: object, make_service: object
+) -> None:
+    import subprocess
+    import sys
+
+    from app.bootstrap import build_service
+    from tests.api.samples import HAM, SPAM
+    from tests.environment import without_settings
+
+    settings: Settings = make_settings(  # type: ignore[operator]
+        decision={"min_messages": 1, "ham_log_odds": 0.0, "spam_log_odds": 0.0}
+    )
+    trained: SpamFilter = make_service(settings)  # type: ignore[operator]
+    for raw in HAM:
+        trained.learn(raw, "ham")
+    for raw in SPAM:
+        trained.learn(raw, "spam")
+    spamd = build_service(settings, recorded="spamd")
+    judged = b"From: x@win.biz\nSubject: Prize\n\nClaim your free prize money now.\n"
+    assert spamd.classify(judged).verdict.value == "spam"
+    spamd.close()
+
+    env = without_settings(
+        {"SPAMFILTER_DATABASE_URL": settings.database_url, "SPAMFILTER_TRAINING_MODE": "everything"}
+    )
+    learned = subprocess.run(
+        [sys.executable, "-c", "from app.cli import main; main()", "learn", "--label", "ham", "-"],
+        input=judged, env=env, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert learned.returncode == 0, learned.stderr.decode()
+    rows = trained.history.minutes(datetime.now(UTC) - timedelta(hours=1))
+    assert {(r.adapter, r.action, r.outcome) for r in rows if r.action != "classify"} >= {
+        ("cli", "learn", "learned"),
+        ("cli", CORRECTION, FALSE_POSITIVE),
+    }
+    (entry,) = trained.history.entries(EntryFilter(adapter="spamd"))
+    assert entry.learned == "ham"

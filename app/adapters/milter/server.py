@@ -140,7 +140,7 @@ def serve(
     revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce(f"database: {describe_database(settings.database_url)}")
     announce(f"database at revision {revision}")
-    service = build_service(settings, migrate=False, daemon="milter")
+    service = build_service(settings, migrate=False, recorded="milter")
     try:
         asyncio.run(_serve_until_signal(service, settings, endpoint, announce))
     finally:
