@@ -119,3 +119,17 @@ def test_with_a_session_key_removing_a_token_still_ends_its_sessions(
     assert Keys(console.settings).session(cookie, now=1001.0) is not None
     without = console.settings.model_copy(update={"read_tokens": ["another"]})
     assert Keys(without).session(cookie, now=1001.0) is None
+
+
+def test_a_disabled_console_is_not_served(make_console: MakeConsole) -> None:
+    console = make_console(console={"enabled": False})
+    assert console.client.get("/ui/login").status_code == 404
+    assert console.client.get("/ui/static/console.js").status_code == 404
+
+
+def test_static_files_are_served_from_the_package_and_nothing_else(console: Console) -> None:
+    script = console.client.get("/ui/static/uPlot.iife.min.js")
+    assert script.status_code == 200 and script.text.startswith("/*! https://github.com/leeoniya")
+    assert "MIT" in console.client.get("/ui/static/uPlot.LICENSE.txt").text
+    assert console.client.get("/ui/static/..%2Fsession.py").status_code == 404
+    assert console.client.get("/ui/static/session.py").status_code == 404
