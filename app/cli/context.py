@@ -89,12 +89,13 @@ pass_state = click.make_pass_decorator(CliState)
 pass_request = click.make_pass_decorator(ConfigRequest)
 
 
-def build(settings: Settings) -> SpamFilter:
-    """The service for ``settings``, its database created or upgraded first; its calls are
-    recorded for the web console (learn-on-move feedback arrives through ``learn``)."""
+def build(settings: Settings, recorded: bool = False) -> SpamFilter:
+    """The service for ``settings``, its database created or upgraded first; with
+    ``recorded`` its calls are recorded for the web console (learn, forget and classify:
+    learn-on-move feedback arrives through ``learn``; never benchmarks or evaluations)."""
     from app.bootstrap import build_service
 
-    return build_service(settings, migrate=True, recorded="cli")
+    return build_service(settings, migrate=True, recorded="cli" if recorded else None)
 
 
 def user_option(help_text: str) -> Callable[[F], F]:

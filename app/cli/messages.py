@@ -198,7 +198,7 @@ def _find(state: CliState, paths: Sequence[str], recursive: bool) -> list[Found]
 def _service(state: CliState, user: str | None) -> SpamFilter:
     """The service; a ``--user`` that cannot name a model stops the command here (exit 64),
     before any message is read."""
-    service = build(state.settings)
+    service = build(state.settings, recorded=True)
     service.models(user)
     return service
 
