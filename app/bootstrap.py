@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from app.service import SpamFilter
@@ -15,7 +17,6 @@ if TYPE_CHECKING:
 
 
 DAEMONS = frozenset({"http", "spamd", "milter"})
-RECORDED = DAEMONS | {"cli"}
 
 
 def build_service(
@@ -23,16 +24,15 @@ def build_service(
     migrate: bool = True,
     adapter: str = "cli",
     registry: CollectorRegistry | None = None,
-    recorded: str | None = None,
+    record: bool | None = None,
 ) -> SpamFilter:
     """A ready service for the entry point ``adapter``; with ``migrate`` the database is
     created or upgraded first. Its calls go to the verdict log (``log.verdicts``) and, given
     a Prometheus ``registry``, to the service metrics in it.
 
-    ``recorded`` names the program the service runs in for the web console (``RECORDED``:
-    the daemons, and the CLI, through which learn-on-move feedback arrives): its calls are
-    reported under that name and recorded (``console.record``), while the verdict log is
-    still chosen by ``adapter``."""
+    With ``record`` (by default: in the daemons) its calls are also recorded for the web
+    console (``console.record``); the CLI's message commands ask for it, since Dovecot's
+    learn-on-move feedback arrives through ``spamfilter learn``."""
     engine = make_engine(settings.database_url)
     if migrate:
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
@@ -40,7 +40,7 @@ def build_service(
         upgrade(engine)
     chosen = observers(settings, adapter, registry)
     recorder = None
-    if recorded in RECORDED and settings.console.record:
+    if (adapter in DAEMONS if record is None else record) and settings.console.record:
         from app.telemetry.recorder import Recorder
 
         console = settings.console
@@ -51,10 +51,38 @@ def build_service(
             console.buffer_events,
         )
         chosen.append(recorder)
-    service = SpamFilter(Store(engine), settings, chosen, recorded or adapter)
+    service = SpamFilter(Store(engine), settings, chosen, adapter)
     if recorder is not None:
         recorder.start()
     return service
+
+
+@contextmanager
+def daemon_service(
+    settings: Settings, adapter: str, metrics: tuple[str, int | None]
+) -> Iterator[SpamFilter]:
+    """The service of a long-running daemon (spamd, milter), never migrating, closed on exit.
+
+    With a port in ``metrics`` (host, port), its service metrics are served over HTTP there
+    for as long as it runs (``app.telemetry.exporter``)."""
+    host, port = metrics
+    registry = None
+    stop: Callable[[], None] | None = None
+    if port is not None:
+        from prometheus_client import CollectorRegistry
+
+        from app.telemetry.exporter import serve_metrics
+
+        registry = CollectorRegistry(auto_describe=True)
+    service = build_service(settings, migrate=False, adapter=adapter, registry=registry)
+    try:
+        if registry is not None and port is not None:
+            stop = serve_metrics(registry, host, port)
+        yield service
+    finally:
+        service.close()
+        if stop is not None:
+            stop()
 
 
 def observers(

@@ -7,7 +7,6 @@ usual places, the ``SPAMFILTER_*`` environment on top.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import metadata
@@ -90,9 +89,8 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = given
         if service is None:
-            service = await run_in_threadpool(
-                functools.partial(build_service, settings, True, recorded="http")
-            )
+            registry = app.state.metrics.registry
+            service = await run_in_threadpool(build_service, settings, True, "http", registry)
         app.state.service = service
         try:
             yield

@@ -149,7 +149,8 @@ def hostile(
                     "database_url": f"sqlite:///{Path(workdir) / 'bench.db'}",
                     "training_mode": "everything",
                 }
-            )
+            ),
+            recorded=False,
         )
         try:
             for raw, label in training_messages():

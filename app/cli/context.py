@@ -89,13 +89,14 @@ pass_state = click.make_pass_decorator(CliState)
 pass_request = click.make_pass_decorator(ConfigRequest)
 
 
-def build(settings: Settings, recorded: bool = False) -> SpamFilter:
+def build(settings: Settings, recorded: bool = True) -> SpamFilter:
     """The service for ``settings``, its database created or upgraded first; with
-    ``recorded`` its calls are recorded for the web console (learn, forget and classify:
-    learn-on-move feedback arrives through ``learn``; never benchmarks or evaluations)."""
+    ``recorded`` its learn, forget and classify calls are recorded for the web console
+    (Dovecot's learn-on-move feedback arrives through ``spamfilter learn``). Benchmarks and
+    evaluations, on databases of their own, pass False."""
     from app.bootstrap import build_service
 
-    return build_service(settings, migrate=True, recorded="cli" if recorded else None)
+    return build_service(settings, migrate=True, record=recorded)
 
 
 def user_option(help_text: str) -> Callable[[F], F]:

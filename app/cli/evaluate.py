@@ -315,7 +315,7 @@ def _models(settings: Settings, url: str | None) -> Iterator[tuple[ModelFactory,
     """The model factory and a description of where the models live."""
     if url is not None:
         chosen = settings.model_copy(update={"database_url": url})
-        service = build(chosen)
+        service = build(chosen, recorded=False)
         try:
             runner.refuse_non_empty(service)
             dialect = service.database

@@ -156,12 +156,12 @@ def test_a_daemons_service_records_its_calls_under_its_name(
 
     settings: Settings = make_settings()  # type: ignore[operator]
     for daemon in ("spamd", "milter"):
-        service = build_service(settings, recorded=daemon)
+        service = build_service(settings, adapter=daemon)
         service.classify(SPAMMY)
         service.close()  # flushes what the recorder still holds
     reader: SpamFilter = make_service(settings)  # type: ignore[operator]
     assert sorted(e.adapter for e in reader.history.entries(EntryFilter())) == ["milter", "spamd"]
-    evaluation = build_service(settings)  # a service built without a name records nothing
+    evaluation = build_service(settings)  # a one-shot service records only when asked
     evaluation.classify(SPAMMY)
     evaluation.close()
     assert len(reader.history.entries(EntryFilter())) == 2
@@ -185,7 +185,7 @@ def test_feedback_through_the_cli_is_recorded_when_it_exits(
         trained.learn(raw, "ham")
     for raw in SPAM:
         trained.learn(raw, "spam")
-    spamd = build_service(settings, recorded="spamd")
+    spamd = build_service(settings, adapter="spamd")
     judged = b"From: x@win.biz\nSubject: Prize\n\nClaim your free prize money now.\n"
     assert spamd.classify(judged).verdict.value == "spam"
     spamd.close()

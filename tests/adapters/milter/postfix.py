@@ -24,7 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.readme import snippet
+
 MAILBOX = "user@example.test"
+# The milter lines are the README's (snippet "postfix-main.cf"), with the milter's address
+# replaced by the test milter's: what a reader copies is what these tests run.
+README_MILTER = "inet:127.0.0.1:8891"
 _MAIN_CF = """\
 compatibility_level = 3.6
 queue_directory = {base}/queue
@@ -49,11 +54,7 @@ virtual_mailbox_base = {base}/mail
 virtual_mailbox_maps = static:inbox/
 virtual_uid_maps = static:{uid}
 virtual_gid_maps = static:{gid}
-smtpd_milters = {milter}
-non_smtpd_milters = $smtpd_milters
-milter_protocol = 6
-milter_default_action = tempfail
-milter_connect_timeout = 10s
+{milter_lines}milter_connect_timeout = 10s
 milter_command_timeout = 10s
 milter_content_timeout = 20s
 """
@@ -88,6 +89,13 @@ def free_port() -> int:
         return port
 
 
+def milter_lines(milter: str) -> str:
+    """The README's main.cf milter lines, pointing at ``milter`` (Postfix's notation)."""
+    lines = snippet("postfix-main.cf")
+    assert README_MILTER in lines, f"the README's main.cf lines name no {README_MILTER}"
+    return lines.replace(README_MILTER, milter)
+
+
 def postfix_socket(libmilter_socket: str) -> str:
     """``inet:PORT@HOST`` (libmilter, our milter's notation) as Postfix writes it."""
     port, _, host = libmilter_socket.removeprefix("inet:").partition("@")
@@ -116,7 +124,10 @@ class PostfixInstance:
         shutil.chown(self.base / "data", "postfix")
         shutil.chown(self.base / "mail", nobody.pw_uid, nobody.pw_gid)
         main = _MAIN_CF.format(
-            base=self.base, uid=nobody.pw_uid, gid=nobody.pw_gid, milter=self.milter
+            base=self.base,
+            uid=nobody.pw_uid,
+            gid=nobody.pw_gid,
+            milter_lines=milter_lines(self.milter),
         )
         (self.base / "conf" / "main.cf").write_text(main)
         (self.base / "conf" / "master.cf").write_text(_MASTER_CF.format(port=self.port))
