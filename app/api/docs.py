@@ -4,18 +4,23 @@ FastAPI's own ``/docs`` and ``/redoc`` load Swagger UI and ReDoc from a CDN, so 
 without internet access both pages were blank. Here the pinned files in ``docs_static/``
 (versions, sources and checksums in its ``MANIFEST``) are served at ``/docs-static`` and the
 two pages point at them, at a local icon, and at nothing outside the server. Like
-``/openapi.json`` they are public: they show the contract, nothing of the data.
+``/openapi.json`` they are public: they show the contract, nothing of the data. The
+contract's response examples keep their nulls (``_with_null_examples``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
+
+from app.api import schemas
 
 STATIC_DIR = Path(__file__).with_name("docs_static")
 STATIC_PATH = "/docs-static"
@@ -58,6 +63,36 @@ def install_docs(app: FastAPI) -> None:
     ``docs_url=None, redoc_url=None`` so that FastAPI's CDN-based pages are not there too)."""
     app.include_router(router)
     app.mount(STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="docs-static")
+    app.openapi = _with_null_examples(app.openapi)  # type: ignore[method-assign]
+
+
+def _with_null_examples(openapi: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """``openapi`` with the response models' examples as ``app.api.schemas`` writes them.
+
+    FastAPI drops every null from the document it builds, the examples' included, so the
+    ClassifyResponse example lost its ``"reason": null`` and StatsResponse its ``"user":
+    null``: keys the server does send.
+    """
+
+    def document() -> dict[str, Any]:
+        built = openapi()
+        components = built.get("components", {}).get("schemas", {})
+        for name, examples in _model_examples().items():
+            if name in components:
+                components[name]["examples"] = examples
+        return built
+
+    return document
+
+
+def _model_examples() -> dict[str, Any]:
+    examples = {}
+    for model in vars(schemas).values():
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            extra = model.model_config.get("json_schema_extra")
+            if isinstance(extra, dict) and "examples" in extra:
+                examples[model.__name__] = extra["examples"]
+    return examples
 
 
 class _Page(TypedDict):
