@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from app.service import SpamFilter
@@ -32,6 +34,34 @@ def build_service(
 
         upgrade(engine)
     return SpamFilter(Store(engine), settings, observers(settings, adapter, registry), adapter)
+
+
+@contextmanager
+def daemon_service(
+    settings: Settings, adapter: str, metrics: tuple[str, int | None]
+) -> Iterator[SpamFilter]:
+    """The service of a long-running daemon (spamd, milter), never migrating, closed on exit.
+
+    With a port in ``metrics`` (host, port), its service metrics are served over HTTP there
+    for as long as it runs (``app.telemetry.exporter``)."""
+    host, port = metrics
+    registry = None
+    stop: Callable[[], None] | None = None
+    if port is not None:
+        from prometheus_client import CollectorRegistry
+
+        from app.telemetry.exporter import serve_metrics
+
+        registry = CollectorRegistry(auto_describe=True)
+    service = build_service(settings, migrate=False, adapter=adapter, registry=registry)
+    try:
+        if registry is not None and port is not None:
+            stop = serve_metrics(registry, host, port)
+        yield service
+    finally:
+        service.close()
+        if stop is not None:
+            stop()
 
 
 def observers(

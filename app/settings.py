@@ -173,6 +173,12 @@ class SpamdSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(783, ge=0, le=65535)
     allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="serve Prometheus metrics over HTTP on this port of spamd.host (none: off)",
+    )
     timeout_seconds: float = Field(30.0, gt=0, description="read timeout per request")
     idle_timeout_seconds: float = Field(
         5.0, gt=0, description="a connection that sends nothing for this long is closed"
@@ -198,6 +204,13 @@ class MilterSettings(BaseModel):
     """The milter listener (Postfix smtpd_milters, Sendmail INPUT_MAIL_FILTER)."""
 
     socket: str = Field("inet:8891@127.0.0.1", description="inet:PORT@HOST or unix:PATH")
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="serve Prometheus metrics over HTTP on this port of metrics_host (none: off)",
+    )
+    metrics_host: str = Field("127.0.0.1", description="the address of the metrics port")
     timeout_seconds: float = Field(
         60.0, gt=0, description="per classification and per frame; idle connections live longer"
     )

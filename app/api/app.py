@@ -92,7 +92,8 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = given
         if service is None:
-            service = await run_in_threadpool(build_service, settings, True)
+            registry = app.state.metrics.registry
+            service = await run_in_threadpool(build_service, settings, True, "http", registry)
         app.state.service = service
         try:
             yield

@@ -24,13 +24,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from app.cli.context import EXIT_PROCESSING, CliState, build, pass_state, user_option
 from app.cli.mailboxes import Found, Unreadable, find_messages
 from app.cli.progress import Bar, progress_bar, wanted
+from app.cli.verdicts import classification_json, classification_line, show_classification
 from app.domain.labels import LABELS
 from app.errors import (
     ConfigurationError,
@@ -43,7 +44,7 @@ from app.errors import (
 )
 
 if TYPE_CHECKING:
-    from app.service import Classification, SpamFilter
+    from app.service import SpamFilter
 
 Work = Callable[[str, bytes], str]
 ErrorSink = Callable[[str, str], None]
@@ -261,7 +262,14 @@ def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, with clues.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per line: thresholds, clues, counts."
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="The detailed view for every message (the default for one message on a terminal).",
+)
 @_user
 @_recursive
 @_quiet
@@ -270,12 +278,17 @@ def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
 def classify(
     state: CliState,
     as_json: bool,
+    explain: bool,
     user: str | None,
     recursive: bool,
     quiet: bool,
     paths: tuple[str, ...],
 ) -> None:
     """Print a verdict per message: verdict, log-odds (nats), P(spam), path.
+
+    One message on a terminal (or --explain) gets the detailed view: the verdict and its
+    thresholds, the score on SpamAssassin's scale, and a table of the clues that decided it
+    (token, learned messages holding it per label, weight in nats).
 
     PATH is read as by learn: a Maildir is its cur/ and new/ only (--recursive adds its
     subfolders), and junk and trash folders are skipped unless named.
@@ -285,10 +298,16 @@ def classify(
     found = _find(state, paths, recursive)
     service = _service(state, user)
 
+    detailed = explain or (len(found) == 1 and sys.stdout.isatty())
+    settings = state.settings
+
     def work(name: str, raw: bytes) -> str:
         result = service.classify(raw, user)
         if as_json:
-            click.echo(json.dumps(classification_json(name, result)))
+            mail = service.mail_report(result)
+            click.echo(json.dumps(classification_json(name, result, settings, mail)))
+        elif detailed:
+            show_classification(name, result, settings, service.mail_report(result))
         else:
             click.echo(classification_line(name, result))
         return "classified"
@@ -323,26 +342,3 @@ def forget(
         return service.forget(raw, user).outcome.value
 
     run_task(Task("forget", ("forgotten", "unknown"), wanted(quiet)), found, work)
-
-
-def classification_line(name: str, result: Classification) -> str:
-    """``spam    +12.345 0.999994  path`` (log-odds in nats)."""
-    return (
-        f"{result.verdict.value:<6} {result.log_odds:+10.3f} {result.spam_probability:.6f}  {name}"
-    )
-
-
-def classification_json(name: str, result: Classification) -> dict[str, Any]:
-    """The JSON-lines form of one classification (log values in nats)."""
-    return {
-        "path": name,
-        "verdict": result.verdict.value,
-        "reason": None if result.reason is None else result.reason.value,
-        "log_odds": result.log_odds,
-        "spam_probability": result.spam_probability,
-        "log_posteriors": result.log_posteriors,
-        "digest": result.digest,
-        "tokens": result.tokens,
-        "truncated": result.truncated,
-        "clues": [{"token": clue.token, "weight": clue.weight} for clue in result.clues],
-    }

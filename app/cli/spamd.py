@@ -73,7 +73,7 @@ def spamd(
     """Serve SpamAssassin's spamd protocol (spamc, Exim's spam= condition)."""
     setup_logging(log_level)
     from app.adapters.spamd.server import main as entry
-    from app.bootstrap import build_service, migrate_database
+    from app.bootstrap import daemon_service, migrate_database
 
     warn_unknown_variables()
     settings = with_spamd_options(state.settings, host, port, allow_tell)
@@ -81,13 +81,14 @@ def spamd(
     revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce_database(settings)
     click.echo(f"database at revision {revision}", err=True)
-    service = build_service(settings, migrate=False)
     tell = "enabled" if settings.spamd.allow_tell else "disabled"
 
     def ready(bound_host: str, bound_port: int) -> None:
         click.echo(f"spamd listening on {bound_host}:{bound_port} (TELL {tell})", err=True)
 
-    try:
+    metrics = (settings.spamd.host, settings.spamd.metrics_port)
+    with daemon_service(settings, "spamd", metrics) as service:
+        if settings.spamd.metrics_port is not None:
+            where = f"{settings.spamd.host}:{settings.spamd.metrics_port}"
+            click.echo(f"metrics on http://{where}/metrics", err=True)
         entry(service, settings, ready)
-    finally:
-        service.close()

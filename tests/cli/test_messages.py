@@ -175,8 +175,26 @@ def test_classify_json_lines_carry_clues(run: Run, tmp_path: Path) -> None:
     (doc,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert doc["path"] == "-"
     assert set(doc) >= {"verdict", "reason", "log_odds", "spam_probability", "digest", "clues"}
-    assert doc["clues"] and {"token", "weight"} == set(doc["clues"][0])
+    assert doc["clues"] and {"token", "weight", "counts"} == set(doc["clues"][0])
+    assert all(set(clue["counts"]) == {"ham", "spam"} for clue in doc["clues"])
+    assert sum(clue["counts"]["spam"] for clue in doc["clues"]) > 0
     assert doc["log_odds"] > 0
+    assert doc["thresholds"] == {"ham_below": 0.0, "spam_above": 8.0, "min_messages": 10}
+    assert doc["required"] == 5.0 and doc["score"] > 0
+
+
+def test_classify_explains_one_message(run: Run, tmp_path: Path) -> None:
+    _train(run, tmp_path)
+    raw = messages("spam", 1, seed=99, start=500)[0]
+    result = run("classify", "--explain", "-", input=raw)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "-: SPAM" in text or "-: UNSURE" in text
+    assert "ham below 0, spam above 8" in text and "on SpamAssassin's scale" in text
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert rows, text
+    token, ham, spam, weight = (cell.strip() for cell in rows[0].strip("│").split("│"))
+    assert token and int(ham) >= 0 and int(spam) > 0 and float(weight) > 0
 
 
 def test_classify_reports_bad_input_in_json_and_on_stderr(run: Run) -> None:

@@ -54,7 +54,7 @@ from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Session
 from app.admission import BodyBudget, in_thread
 from app.binding import check_open_listener
-from app.bootstrap import build_service, migrate_database
+from app.bootstrap import daemon_service, migrate_database
 from app.errors import (
     ConfigurationError,
     InvalidMessage,
@@ -140,11 +140,12 @@ def serve(
     revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce(f"database: {describe_database(settings.database_url)}")
     announce(f"database at revision {revision}")
-    service = build_service(settings, migrate=False)
-    try:
+    metrics = (settings.milter.metrics_host, settings.milter.metrics_port)
+    with daemon_service(settings, "milter", metrics) as service:
+        if settings.milter.metrics_port is not None:
+            where = f"{settings.milter.metrics_host}:{settings.milter.metrics_port}"
+            announce(f"metrics on http://{where}/metrics")
         asyncio.run(_serve_until_signal(service, settings, endpoint, announce))
-    finally:
-        service.close()
 
 
 async def _serve_until_signal(

@@ -113,7 +113,7 @@ def direct_classifier(
         from app.errors import StorageUnavailable
 
         chosen = settings or load_settings(config, os.environ if environ is None else environ)
-        service = build_service(chosen, migrate=False)
+        service = build_service(chosen, migrate=False, adapter="pipe")
         try:
             return service_classifier(service, user)(raw)
         except StorageUnavailable as error:

@@ -170,6 +170,10 @@ class MilterProcess:
         """Everything the process wrote so far."""
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def server_log(self) -> str:
+        """What the process wrote but the verdict log's JSON lines (which name the user)."""
+        return "\n".join(line for line in self.output().splitlines() if not line.startswith("{"))
+
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not exit within 10 s."""
         if self.process.poll() is None:
