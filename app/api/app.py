@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from app.admission import BodyBudget
 from app.api import accounts
 from app.api.calls import service_slots
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
@@ -60,6 +61,9 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
         version=_version(),
         description=DESCRIPTION,
         lifespan=_lifespan(settings, service),
+        # Served by install_docs from files in the package: FastAPI's own load from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -69,6 +73,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(accounts.router)
+    install_docs(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 
