@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path
 from starlette.concurrency import run_in_threadpool
 
 from app.api.dependencies import ServiceDep, require_admin_token, require_token
-from app.api.schemas import DeletedUserResponse, UsersResponse, errors
+from app.api.schemas import STORAGE_ERRORS, DeletedUserResponse, UsersResponse, errors
 from app.service.accounts import deleted_document, user_document
 
 router = APIRouter()
@@ -21,7 +21,7 @@ router = APIRouter()
     tags=["users"],
     summary="Users with a model of their own",
     response_model=UsersResponse,
-    responses=errors(401, 503),
+    responses=errors(401, *STORAGE_ERRORS),
     dependencies=[Depends(require_token)],
 )
 async def list_users(service: ServiceDep) -> UsersResponse:
@@ -37,7 +37,7 @@ async def list_users(service: ServiceDep) -> UsersResponse:
     tags=["users"],
     summary="Delete a user's model",
     response_model=DeletedUserResponse,
-    responses=errors(401, 403, 404, 422, 503),
+    responses=errors(401, 403, 404, "invalid_user", *STORAGE_ERRORS),
     dependencies=[Depends(require_admin_token)],
 )
 async def delete_user(

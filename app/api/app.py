@@ -18,6 +18,7 @@ from app.admission import BodyBudget
 from app.api import accounts
 from app.api.calls import service_slots
 from app.api.console import install as install_console
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
@@ -61,6 +62,9 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
         version=_version(),
         description=DESCRIPTION,
         lifespan=_lifespan(settings, service),
+        # Served by install_docs from files in the package: FastAPI's own load from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -71,6 +75,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     app.include_router(router)
     install_console(app, settings)
     app.include_router(accounts.router)
+    install_docs(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

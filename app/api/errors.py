@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -94,6 +95,97 @@ RETRY_AFTER_SECONDS = 1
 # Raised while the body may still be arriving: the connection cannot be reused for another
 # request (the rest of the body would have to be drained first), so it is closed.
 _CLOSES_CONNECTION = (RequestTimeout, MessageTooLarge, Overloaded)
+
+
+class ErrorDoc(NamedTuple):
+    """How one error code is documented: its status, what it means, and an example detail
+    as the server words it (with the default settings)."""
+
+    status: int
+    summary: str
+    detail: str
+
+
+# How each code is documented in the OpenAPI contract (``app.api.schemas.errors``): the
+# detail is what the server really sends with the default settings (tests/api/test_docs.py
+# provokes each one and compares). Listed by status.
+ERROR_DOCS: dict[str, ErrorDoc] = {
+    "invalid_message": ErrorDoc(
+        400,
+        "not a message, e.g. an empty body",
+        "the request body is empty; send the raw message (RFC 822)",
+    ),
+    "not_authenticated": ErrorDoc(
+        401,
+        "missing or wrong bearer token",
+        "this route needs an 'Authorization: Bearer <token>' header",
+    ),
+    "admin_disabled": ErrorDoc(
+        403,
+        "an administrative call on a server without API tokens: configure api_tokens first",
+        "administrative calls are refused while no API tokens are configured; set api_tokens "
+        "(SPAMFILTER_API_TOKENS) and send one as a bearer token",
+    ),
+    "unknown_user": ErrorDoc(
+        404, "the user has no model of their own", "user 'alice@example.org' has no model"
+    ),
+    "request_timeout": ErrorDoc(
+        408,
+        "the message did not arrive within the read timeout",
+        "the message did not arrive within 30 seconds",
+    ),
+    "message_too_large": ErrorDoc(
+        413,
+        "message over the size cap (server.max_message_bytes)",
+        "the message is 31457280 bytes; the limit is 26214400",
+    ),
+    "unsupported_media_type": ErrorDoc(
+        415,
+        "a body declared as JSON or a form upload: send the raw message or text",
+        "a body of type application/json is not read: send the raw message (message/rfc822) "
+        "or its text (text/plain) as the request body",
+    ),
+    "invalid_label": ErrorDoc(
+        422, "unknown label", "unknown label 'eggs'; expected one of ham, spam"
+    ),
+    "invalid_request": ErrorDoc(
+        422, "missing or malformed parameter", "query label: Field required"
+    ),
+    "invalid_user": ErrorDoc(
+        422,
+        "a name that cannot be a user",
+        "user name 'alice smith' holds ' ', which is not allowed",
+    ),
+    "storage_unavailable": ErrorDoc(
+        503,
+        "database unavailable or not migrated",
+        "the database is unavailable; retry shortly",
+    ),
+    "storage_conflict": ErrorDoc(
+        503,
+        "database still busy after the service's own retries",
+        "the database is busy; retry shortly",
+    ),
+    "overloaded": ErrorDoc(
+        503,
+        "too many message bytes in flight (server.max_buffered_bytes); retry after Retry-After",
+        "too many message bytes are in flight; retry shortly (the limit is 134217728 bytes "
+        "per process)",
+    ),
+}
+
+# The response headers that come with some codes (``_headers_of`` below adds them).
+ERROR_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
+    "not_authenticated": {
+        "WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}
+    },
+    "overloaded": {
+        "Retry-After": {
+            "description": "seconds to wait before retrying (overloaded only)",
+            "schema": {"type": "integer"},
+        }
+    },
+}
 
 
 def status_of(error: SpamFilterError) -> int:

@@ -20,8 +20,10 @@ from app.api.calls import call_service
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
 from app.api.exposure import hide_field_values
 from app.api.schemas import (
+    METRICS_EXAMPLE,
     OPTIONAL_TOKEN,
     RAW_MESSAGE_BODY,
+    STORAGE_ERRORS,
     ClassifyResponse,
     ClueResponse,
     FeedbackResponse,
@@ -65,7 +67,7 @@ UserQuery = Annotated[
     tags=["filter"],
     summary="Classify a message",
     response_model=ClassifyResponse,
-    responses=errors(400, 408, 413, 415, 422, 503),
+    responses=errors(400, 408, 413, 415, "invalid_user", 503),
     openapi_extra={**RAW_MESSAGE_BODY, **OPTIONAL_TOKEN},
 )
 async def classify(
@@ -128,7 +130,7 @@ async def feedback(
     tags=["filter"],
     summary="Forget a learned message",
     response_model=ForgetResponse,
-    responses=errors(400, 401, 408, 413, 415, 422, 503),
+    responses=errors(400, 401, 408, 413, 415, "invalid_user", 503),
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
@@ -150,7 +152,7 @@ async def forget(
     tags=["filter"],
     summary="What the model has learned",
     response_model=StatsResponse,
-    responses=errors(401, 422, 503),
+    responses=errors(401, "invalid_user", *STORAGE_ERRORS),
     dependencies=[Depends(require_token)],
 )
 async def stats(service: ServiceDep, user: UserQuery = None) -> StatsResponse:
@@ -172,7 +174,10 @@ async def healthz() -> HealthResponse:
     tags=["operations"],
     summary="Readiness",
     response_model=HealthResponse,
-    responses=errors(503),
+    responses={
+        200: {"content": {"application/json": {"example": {"status": "ready"}}}},
+        **errors("storage_unavailable"),
+    },
 )
 async def readyz(service: ServiceDep) -> HealthResponse:
     """200 when the database answers, its schema is at the newest revision and (SQLite) its
@@ -189,7 +194,10 @@ async def readyz(service: ServiceDep) -> HealthResponse:
     summary="Prometheus metrics",
     response_class=Response,
     responses={
-        200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Text format"},
+        200: {
+            "content": {CONTENT_TYPE_LATEST: {"example": METRICS_EXAMPLE}},
+            "description": "Text format",
+        },
         **errors(401),
     },
     dependencies=[Depends(require_token)],

@@ -2,7 +2,8 @@
 
 Request bodies are raw RFC 822 bytes, not JSON, so they are described to OpenAPI with
 ``RAW_MESSAGE_BODY`` (``openapi_extra``) instead of a pydantic model. Each response model
-carries an example; ``errors(...)`` lists the error statuses a route can answer.
+carries an example; ``errors(...)`` lists the error codes a route can answer, each with an
+example of what the server sends (``app.api.errors.ERROR_DOCS``).
 """
 
 from __future__ import annotations
@@ -11,16 +12,26 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.errors import ERROR_DOCS, ERROR_HEADERS
+
 EXAMPLE_MESSAGE = (
-    "From: Alice <alice@example.org>\n"
-    "To: bob@example.net\n"
+    "From: Alice Example <alice@example.org>\n"
+    "To: Bob <bob@example.net>\n"
     "Subject: Lunch on Friday?\n"
-    "Message-ID: <1@example.org>\n"
+    "Date: Thu, 6 Jun 2024 13:02:11 +0200\n"
+    "Message-ID: <20240606110211.4711@example.org>\n"
+    "MIME-Version: 1.0\n"
+    "Content-Type: text/plain; charset=utf-8\n"
+    "Content-Transfer-Encoding: 8bit\n"
     "\n"
-    "Shall we try the new place near the station?\n"
+    "Hi Bob,\n"
+    "\n"
+    "shall we try the new place near the station on Friday at noon?\n"
+    "\n"
+    "Alice\n"
 )
 
-EXAMPLE_TEXT = "WINNER! You have won a prize. Call 09061701461 to claim it now.\n"
+EXAMPLE_TEXT = "WINNER! You have won a £1000 prize. Call 09061701461 to claim it now.\n"
 
 RAW_MESSAGE_BODY: dict[str, Any] = {
     "requestBody": {
@@ -41,6 +52,19 @@ RAW_MESSAGE_BODY: dict[str, Any] = {
         "required": True,
     }
 }
+
+# The 503 codes of every route that reads the database (body routes add ``overloaded``).
+STORAGE_ERRORS = ("storage_unavailable", "storage_conflict")
+
+METRICS_EXAMPLE = (
+    "# HELP spamfilter_http_requests_total HTTP requests by method, route and status.\n"
+    "# TYPE spamfilter_http_requests_total counter\n"
+    'spamfilter_http_requests_total{method="POST",route="/v1/classify",status="200"} 42.0\n'
+    "# HELP spamfilter_verdicts_total Classifications by verdict.\n"
+    "# TYPE spamfilter_verdicts_total counter\n"
+    'spamfilter_verdicts_total{verdict="ham"} 40.0\n'
+    'spamfilter_verdicts_total{verdict="spam"} 2.0\n'
+)
 
 # classify works without a token; with one it shows every clue (see the route's description).
 # Merged into the operation after FastAPI's own ``security`` list, it makes the token optional.
@@ -278,25 +302,51 @@ class ErrorResponse(BaseModel):
     detail: str
 
 
-_ERROR_TEXT = {
-    400: "Not a message (invalid_message), e.g. an empty body",
-    401: "Missing or wrong bearer token (not_authenticated)",
-    403: "An administrative call on a server without API tokens (admin_disabled): configure "
-    "api_tokens first",
-    404: "The user has no model of their own (unknown_user)",
-    408: "The message did not arrive within the read timeout (request_timeout)",
-    413: "Message over the size cap (message_too_large)",
-    415: "A body declared as JSON or a form upload (unsupported_media_type): send the raw "
-    "message or text",
-    422: "Bad or missing parameter (invalid_label, invalid_user, invalid_request)",
-    503: "Database unavailable, not migrated, or busy (storage_unavailable, storage_conflict), "
-    "or too many message bytes in flight (overloaded, with Retry-After); past the connection "
-    "cap the server itself answers 503 in plain text",
-}
+_CONNECTION_CAP = (
+    "past the connection cap (server.max_connections) the server itself answers 503 in "
+    "plain text, before the request reaches the app"
+)
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for the given error statuses."""
-    return {
-        status: {"model": ErrorResponse, "description": _ERROR_TEXT[status]} for status in statuses
+def errors(*documented: int | str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the given error codes, each with its example.
+
+    A code (``"invalid_user"``) documents that code; a status (``422``) every code of that
+    status in ``ERROR_DOCS``. Codes of one status share one entry, one example each.
+    """
+    codes = [
+        code
+        for item in documented
+        for code, doc in ERROR_DOCS.items()
+        if item == code or item == doc.status
+    ]
+    by_status: dict[int, list[str]] = {}
+    for code in dict.fromkeys(codes):
+        by_status.setdefault(ERROR_DOCS[code].status, []).append(code)
+    return {status: _error_response(status, group) for status, group in by_status.items()}
+
+
+def _error_response(status: int, codes: list[str]) -> dict[str, Any]:
+    meaning = [f"{ERROR_DOCS[code].summary} ({code})" for code in codes]
+    if status == 503:
+        meaning.append(_CONNECTION_CAP)
+    examples = {
+        code: {
+            "summary": _sentence(ERROR_DOCS[code].summary),
+            "value": {"error": code, "detail": ERROR_DOCS[code].detail},
+        }
+        for code in codes
     }
+    headers = {name: spec for code in codes for name, spec in ERROR_HEADERS.get(code, {}).items()}
+    response: dict[str, Any] = {
+        "model": ErrorResponse,
+        "description": _sentence("; ".join(meaning)),
+        "content": {"application/json": {"examples": examples}},
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

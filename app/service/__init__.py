@@ -1,9 +1,13 @@
-"""The one service every adapter calls: classify, learn, forget, stats.
+"""The one service every adapter calls: classify, learn, forget, stats, and the upkeep of
+the learned data.
 
 ``SpamFilter`` (``facade``) is the entry point; the use cases behind it are judging a
-message (``judging``) and feedback (``learning``), and ``results`` holds what they return.
-Each public call is one database transaction, opened and committed here; adapters never see
-a connection.
+message (``judging``, with a user's model blended with the site-wide one: ``scoping`` and
+``app.domain.fallback``), feedback (``learning``), users (``accounts``), export, import and
+backup (``transfer``) and expiry (``upkeep``); ``results`` holds what they return and
+``events`` what observers are told of each call. Each public call is one database
+transaction (expiry and export: one per model), opened and committed here; adapters never
+see a connection.
 """
 
 from app.service.accounts import DeletedUser, UserSummary
