@@ -49,6 +49,7 @@ def build_service(
             console.flush_seconds,
             console.flush_events,
             console.buffer_events,
+            keep_tokens=console.keep_tokens_hours > 0,
         )
         chosen.append(recorder)
     service = SpamFilter(Store(engine), settings, chosen, adapter)

@@ -369,6 +369,14 @@ class Settings(BaseSettings):
     @field_validator("api_tokens", "read_tokens", mode="before")
     @classmethod
     def _split_tokens(cls, value: object) -> object:
+        # A comma-separated string (the environment) or a list (a TOML file); either way
+        # blank entries are dropped, so that an empty token can never open anything.
         if isinstance(value, str):
-            return [t.strip() for t in value.split(",") if t.strip()]
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return [
+                t.strip() if isinstance(t, str) else t
+                for t in value
+                if not isinstance(t, str) or t.strip()
+            ]
         return value

@@ -43,14 +43,16 @@ async def received_message(request: Request) -> AsyncIterator[bytes]:
         )
 
 
-async def read_message(request: Request, limit: int, hold: Reservation, timeout: float) -> bytes:
+async def read_message(
+    request: Request, limit: int, hold: Reservation, timeout: float, allow_empty: bool = False
+) -> bytes:
     """The request body as bytes, at most ``limit`` bytes long, read within ``timeout``
     seconds, every byte of it held in ``hold`` (which the caller releases).
 
     Raises MessageTooLarge when the declared or actual size exceeds ``limit``, Overloaded when
     the budget behind ``hold`` is full, RequestTimeout when the body is late, and
-    InvalidMessage for an empty body, an unreadable Content-Length or a client that closed
-    the connection before the end of its body.
+    InvalidMessage for an empty body (unless ``allow_empty``: a form), an unreadable
+    Content-Length or a client that closed the connection before the end of its body.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -64,7 +66,7 @@ async def read_message(request: Request, limit: int, hold: Reservation, timeout:
         raise InvalidMessage(
             "the client closed the connection before the end of its message"
         ) from None
-    if not raw:
+    if not raw and not allow_empty:
         raise InvalidMessage("the request body is empty; send the raw message (RFC 822)")
     return raw
 

@@ -38,24 +38,36 @@ router = APIRouter(include_in_schema=False)
 @router.get("/docs", response_class=HTMLResponse)
 async def swagger_ui(request: Request) -> HTMLResponse:
     """Swagger UI: try every call from the browser (a bearer token goes in Authorize)."""
-    return get_swagger_ui_html(
-        **_page(request, "Swagger UI"),
-        swagger_js_url=_asset(request, SWAGGER_JS),
-        swagger_css_url=_asset(request, SWAGGER_CSS),
-        swagger_favicon_url=_asset(request, FAVICON),
-        swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
+    return _unframed(
+        get_swagger_ui_html(
+            **_page(request, "Swagger UI"),
+            swagger_js_url=_asset(request, SWAGGER_JS),
+            swagger_css_url=_asset(request, SWAGGER_CSS),
+            swagger_favicon_url=_asset(request, FAVICON),
+            swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
+        )
     )
 
 
 @router.get("/redoc", response_class=HTMLResponse)
 async def redoc(request: Request) -> HTMLResponse:
     """ReDoc: the same contract as one readable page."""
-    return get_redoc_html(
-        **_page(request, "ReDoc"),
-        redoc_js_url=_asset(request, REDOC_JS),
-        redoc_favicon_url=_asset(request, FAVICON),
-        with_google_fonts=False,
+    return _unframed(
+        get_redoc_html(
+            **_page(request, "ReDoc"),
+            redoc_js_url=_asset(request, REDOC_JS),
+            redoc_favicon_url=_asset(request, FAVICON),
+            with_google_fonts=False,
+        )
     )
+
+
+def _unframed(response: HTMLResponse) -> HTMLResponse:
+    """``response`` that no other site may show in a frame (Swagger UI's "Try it out" could
+    be clicked through one)."""
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+    return response
 
 
 def install_docs(app: FastAPI) -> None:

@@ -10,6 +10,7 @@ exits.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import threading
 from collections import deque
@@ -25,8 +26,11 @@ Sink = Callable[[Sequence[Event]], None]
 class Recorder:
     """Buffers events and flushes them to ``sink`` from a thread of its own."""
 
-    def __init__(self, sink: Sink, interval: float, batch: int, capacity: int) -> None:
+    def __init__(
+        self, sink: Sink, interval: float, batch: int, capacity: int, keep_tokens: bool = True
+    ) -> None:
         self._sink = sink
+        self._keep_tokens = keep_tokens
         self._interval = interval
         self._batch = batch
         self._buffer: deque[Event] = deque(maxlen=capacity)
@@ -38,7 +42,11 @@ class Recorder:
         self.dropped = 0
 
     def observe(self, event: Event) -> None:
-        """Keep ``event`` for the next flush (never touches the database)."""
+        """Keep ``event`` for the next flush (never touches the database). Only a classify's
+        token counts are kept, and only when history entries keep tokens: the rest would
+        hold memory for nothing while a flush waits."""
+        if event.tokens is not None and (event.call != "classify" or not self._keep_tokens):
+            event = dataclasses.replace(event, tokens=None)
         with self._lock:
             if len(self._buffer) == self._buffer.maxlen:
                 self.dropped += 1
@@ -86,6 +94,11 @@ class Recorder:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+            if self._thread.is_alive():  # a flush is stuck (a locked database): do not wait
+                log.warning(
+                    "console recorder: a flush is still running; %d events left", self.pending()
+                )
+                return
         self.flush()
 
     def _run(self) -> None:

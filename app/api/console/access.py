@@ -8,6 +8,8 @@ action into a 403 page. Every console response carries a strict Content-Security
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Annotated
 from urllib.parse import parse_qs
@@ -15,6 +17,8 @@ from urllib.parse import parse_qs
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.admission import BodyBudget
+from app.api.body import read_message
 from app.api.console.markup import notice, page, refused_page
 from app.api.console.session import COOKIE, Keys, Session
 from app.settings import Settings
@@ -60,25 +64,41 @@ async def console_session(request: Request) -> Session:
     return session
 
 
-async def form_of(request: Request) -> dict[str, str]:
-    """The urlencoded form in the body (first value of each field), read under a cap."""
+# A form without a message in it (login, logout, a history action): a token, a CSRF field,
+# an action name.
+FORM_LIMIT = 8192
+
+
+def scan_limit(settings: Settings) -> int:
+    """The largest scan form: a message at the size cap, percent- or base64-encoded."""
+    return settings.server.max_message_bytes * 4 + 65536
+
+
+@asynccontextmanager
+async def received_form(request: Request, limit: int = FORM_LIMIT) -> AsyncIterator[dict[str, str]]:
+    """The urlencoded form in the body (first value of each field), read as the API reads a
+    message: at most ``limit`` bytes, within the read deadline, its bytes held from the
+    app's budget until the block ends (MessageTooLarge, RequestTimeout, Overloaded)."""
     settings: Settings = request.app.state.settings
-    cap = settings.server.max_message_bytes * 4 + 65536
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > cap:
-            raise Forbidden("the form is larger than the service accepts")
-    fields = parse_qs(body.decode("utf-8", "surrogateescape"), keep_blank_values=True)
-    return {name: values[0] for name, values in fields.items()}
+    budget: BodyBudget = request.app.state.budget
+    with budget.reserve() as hold:
+        timeout = settings.server.read_timeout_seconds
+        body = await read_message(request, limit, hold, timeout, allow_empty=True)
+        text = body.decode("utf-8", "replace")
+        fields = parse_qs(text, keep_blank_values=True, errors="replace")
+        yield {name: values[0] for name, values in fields.items()}
 
 
-async def require_csrf(request: Request, session: Session) -> dict[str, str]:
-    """The POSTed form, once its CSRF token is the session's; Forbidden otherwise."""
-    form = await form_of(request)
-    if not keys_of(request).csrf_ok(session.nonce, form.get("csrf")):
-        raise Forbidden("the form's CSRF token is missing or wrong; reload the page")
-    return form
+@asynccontextmanager
+async def csrf_form(
+    request: Request, session: Session, limit: int = FORM_LIMIT
+) -> AsyncIterator[dict[str, str]]:
+    """The POSTed form (see ``received_form``), once its CSRF token is the session's;
+    Forbidden otherwise."""
+    async with received_form(request, limit) as form:
+        if not keys_of(request).csrf_ok(session.nonce, form.get("csrf")):
+            raise Forbidden("the form's CSRF token is missing or wrong; reload the page")
+        yield form
 
 
 def require_admin(session: Session) -> None:

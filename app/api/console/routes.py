@@ -12,8 +12,9 @@ import binascii
 import time
 from datetime import UTC, datetime
 from importlib import metadata
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -22,12 +23,13 @@ from app.api.console import figures
 from app.api.console.access import (
     Forbidden,
     SessionDep,
-    form_of,
+    csrf_form,
     html,
     keys_of,
     open_session,
+    received_form,
     require_admin,
-    require_csrf,
+    scan_limit,
 )
 from app.api.console.health import probe_all
 from app.api.console.markup import login_page, page
@@ -44,11 +46,15 @@ from app.api.console.session import LOGIN_COOKIE, Session, new_nonce
 from app.api.dependencies import ServiceDep, SettingsDep
 from app.domain.labels import LABELS
 from app.errors import SpamFilterError
+from app.service import SpamFilter
 from app.service.results import Outcome
 from app.storage.activity import EntryFilter
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 ADAPTERS = ("http", "spamd", "milter")
+
+# A history entry's id: a positive 63-bit integer (anything else is a 422, not a 500).
+EntryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 
 
 @router.get("/login")
@@ -77,15 +83,16 @@ async def login(request: Request) -> Response:
     keys = keys_of(request)
     if not keys.configured:
         raise Forbidden("closed")
-    form = await form_of(request)
-    nonce = request.cookies.get(LOGIN_COOKIE, "")
-    if not nonce or not keys.csrf_ok(nonce, form.get("csrf")):
-        raise Forbidden("the login form expired; reload it")
-    role = keys.role_of(form.get("token", ""))
+    async with received_form(request) as form:
+        nonce = request.cookies.get(LOGIN_COOKIE, "")
+        if not nonce or not keys.csrf_ok(nonce, form.get("csrf")):
+            raise Forbidden("the login form expired; reload it")
+        token = form.get("token", "")
+    role = keys.role_of(token)
     if role is None:
         return html(login_page(keys.csrf(nonce), "That token is not configured."), 401)
     response = RedirectResponse("/ui/", 303)
-    open_session(response, keys.issue(form["token"], role), keys.lifetime, _secure(request))
+    open_session(response, keys.issue(token, role), keys.lifetime, _secure(request))
     response.delete_cookie(LOGIN_COOKIE, path="/ui")
     return response
 
@@ -93,7 +100,8 @@ async def login(request: Request) -> Response:
 @router.post("/logout")
 async def logout(request: Request, session: SessionDep) -> Response:
     """End the session."""
-    await require_csrf(request, session)
+    async with csrf_form(request, session):
+        pass
     response = RedirectResponse("/ui/login", 303)
     open_session(response, "", 0, _secure(request))
     return response
@@ -161,7 +169,7 @@ async def history(request: Request, session: SessionDep, service: ServiceDep) ->
         adapter=query.get("adapter") or None,
         user=query.get("user") or None,
         text=(query.get("q") or "").strip()[:100] or None,
-        before_id=int(before) if before.isdigit() else None,
+        before_id=int(before) if _an_id(before) else None,
     )
     entries = await run_in_threadpool(service.history.entries, chosen, 100)
     return _page(request, session, "History", history_body(entries, chosen, ADAPTERS), "history")
@@ -169,7 +177,7 @@ async def history(request: Request, session: SessionDep, service: ServiceDep) ->
 
 @router.get("/history/{entry_id}")
 async def entry(
-    request: Request, entry_id: int, session: SessionDep, service: ServiceDep
+    request: Request, entry_id: EntryId, session: SessionDep, service: ServiceDep
 ) -> Response:
     """One verdict with its clue chart; learn or forget it while its tokens are kept."""
     found = await run_in_threadpool(service.history.entry, entry_id)
@@ -186,10 +194,11 @@ async def entry(
 
 @router.post("/history/{entry_id}")
 async def learn_entry(
-    request: Request, entry_id: int, session: SessionDep, service: ServiceDep
+    request: Request, entry_id: EntryId, session: SessionDep, service: ServiceDep
 ) -> Response:
     """Learn (or forget) a history entry from its kept tokens, as the feedback endpoint would."""
-    form = await require_csrf(request, session)
+    async with csrf_form(request, session) as form:
+        action = form.get("action", "")
     require_admin(session)
     found = await run_in_threadpool(service.history.entry, entry_id)
     if found is None:
@@ -197,7 +206,6 @@ async def learn_entry(
     shown, analysed = found
     if analysed is None:
         raise Forbidden("this entry's tokens are no longer kept")
-    action = form.get("action", "")
     if action == "forget":
         result = await call_service(request, service.forget, analysed, user=shown.user)
     elif action in LABELS:
@@ -218,10 +226,17 @@ async def scan_form(request: Request, session: SessionDep) -> Response:
 @router.post("/scan")
 async def scan(request: Request, session: SessionDep, service: ServiceDep) -> Response:
     """Classify the message; learn or forget it (admin)."""
-    form = await require_csrf(request, session)
+    limit = scan_limit(request.app.state.settings)
+    async with csrf_form(request, session, limit) as form:  # held until the answer is made
+        return await _scan(request, session, service, form)
+
+
+async def _scan(
+    request: Request, session: Session, service: SpamFilter, form: dict[str, str]
+) -> Response:
     csrf = keys_of(request).csrf(session.nonce)
     raw_text = form.get("raw", "")
-    raw = _uploaded(form.get("upload_b64", "")) or raw_text.encode("utf-8", "surrogateescape")
+    raw = _uploaded(form.get("upload_b64", "")) or raw_text.encode("utf-8")
     action = form.get("action", "classify")
     if action != "classify":
         require_admin(session)
@@ -243,6 +258,11 @@ async def scan(request: Request, session: SessionDep, service: ServiceDep) -> Re
 _DONE = frozenset(
     [o.value for o in Outcome] + [f"{o.value} as {label}" for o in Outcome for label in LABELS]
 )
+
+
+def _an_id(text: str) -> bool:
+    """Whether ``text`` is a history id: ASCII digits that fit a 63-bit integer."""
+    return text.isascii() and text.isdigit() and 0 < len(text) <= 18
 
 
 def _uploaded(encoded: str) -> bytes:

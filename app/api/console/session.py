@@ -73,10 +73,13 @@ class Keys:
         return self._lifetime
 
     def role_of(self, token: str) -> Role | None:
-        """The role ``token`` grants (admin wins), None for a token not configured."""
-        given = token.encode()
-        admin = [hmac.compare_digest(given, t.encode()) for t in self._admin]
-        read = [hmac.compare_digest(given, t.encode()) for t in self._read]
+        """The role ``token`` grants (admin wins), None for a token not configured (an empty
+        one never is)."""
+        if not token:
+            return None
+        given = _bytes(token)
+        admin = [hmac.compare_digest(given, _bytes(t)) for t in self._admin if t]
+        read = [hmac.compare_digest(given, _bytes(t)) for t in self._read if t]
         if any(admin):
             return Role.ADMIN
         return Role.READ if any(read) else None
@@ -92,7 +95,7 @@ class Keys:
         if not cookie:
             return None
         body, _, signature = cookie.rpartition(".")
-        if not body or not hmac.compare_digest(signature, self._sign(body)):
+        if not body or not hmac.compare_digest(_bytes(signature), _bytes(self._sign(body))):
             return None
         try:
             role_name, expires_text, fingerprint, nonce = body.split(".")
@@ -102,7 +105,11 @@ class Keys:
         if expires <= (now if now is not None else time.time()):
             return None
         tokens = self._admin if role is Role.ADMIN else self._read
-        known = [hmac.compare_digest(fingerprint, self._fingerprint(t)) for t in tokens]
+        known = [
+            hmac.compare_digest(_bytes(fingerprint), _bytes(self._fingerprint(t)))
+            for t in tokens
+            if t
+        ]
         if not any(known):
             return None
         return Session(role, expires, nonce)
@@ -113,14 +120,20 @@ class Keys:
 
     def csrf_ok(self, nonce: str, given: str | None) -> bool:
         """True when ``given`` is the CSRF token bound to ``nonce``."""
-        return bool(given) and hmac.compare_digest(self.csrf(nonce), given or "")
+        return bool(given) and hmac.compare_digest(_bytes(self.csrf(nonce)), _bytes(given or ""))
 
     def _fingerprint(self, token: str) -> str:
         return self._sign("token." + token)[:22]
 
     def _sign(self, text: str) -> str:
-        digest = hmac.new(self._key, text.encode(), hashlib.sha256).digest()
+        digest = hmac.new(self._key, _bytes(text), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def _bytes(text: str) -> bytes:
+    """``text`` as bytes for a comparison or a MAC: any string, even one holding lone
+    surrogates or characters outside ASCII (hmac.compare_digest refuses those as str)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def new_nonce() -> str:
