@@ -12,6 +12,7 @@ Import modes, per model in the file:
   whose digest is new inserted. A record already held would then count twice (its counts are
   in the file's totals and in the database's), so a merge that meets one is refused unless
   ``force``; forced, the held record is kept and the message's counts are in twice.
+  A merge whose sum of a count or total would pass ``MAX_COUNT`` (2**53 - 1) is refused.
 - ``replace``: the model's counts, totals and learned messages are deleted first.
 
 Models not in the file are left alone. Each imported model's vocabulary is recounted and its
@@ -29,6 +30,7 @@ from app.domain.users import USER_MARK, user_of, user_scope
 from app.errors import InvalidDataFile, TransferRefused
 from app.service.scoping import models_for
 from app.service.transfer_format import (
+    MAX_COUNT,
     Counts,
     Learned,
     Record,
@@ -207,7 +209,21 @@ class _Importer:
         """Write what is pending of the current model and recount its vocabulary."""
         if self.scope is not None:
             self._flush()
+            self._check_sums()
             self.vocabulary[self.name] = self.rows.recount_vocabulary(self.scope)
+
+    def _check_sums(self) -> None:
+        """Refuse a merge that summed a count or total past MAX_COUNT (the file's counts are
+        at most that, so no sum overflowed the 64-bit columns on its way here); raising
+        rolls the whole import back. A new or replaced model holds the file's counts only."""
+        if self.mode != "merge":
+            return
+        found = self.rows.over_cap(self._current(), MAX_COUNT)
+        if found is not None:
+            raise TransferRefused(
+                f"merging model {self.name!r} would make a count larger than {MAX_COUNT:,} "
+                f"({found}); nothing was imported"
+            )
 
     def finish(self) -> ImportResult:
         self._close()

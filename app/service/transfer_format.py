@@ -16,12 +16,18 @@ field names the record::
   that user's model.
 - ``token``: the token id is the signed 64-bit decimal hash of the token text (the file, like
   the database, holds no token text); then per label of the ``labels`` record the messages
-  containing the token and its occurrences; ``SEEN_DAY`` is days since 1970-01-01 UTC.
+  containing the token and its occurrences; ``SEEN_DAY`` is days since 1970-01-01 UTC, at
+  most 2**31 - 1 (the column is a 32-bit integer).
 - ``learned``: ``DIGEST`` is the message's lowercase hex SHA-256; ``LEARNED_AT`` is UTC, as
   ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
   token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
   order, then their n little-endian signed 32-bit (positive) counts (``app.storage.codec``).
-- Every count is a non-negative decimal integer.
+  A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
+  message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
+- Every count is a non-negative decimal integer of at most 2**53 - 1 (9007199254740991),
+  exact in a 64-bit float too, so sums of two counts cannot overflow the database's 64-bit
+  integers; a merge whose sums would pass that cap is refused.
+- A line is at most 4 MiB (4 * 2**20 characters, its line end included).
 
 Order is fixed, so two exports of equal data are byte-identical: the site-wide model first,
 then users by name (code-point order); per model ``total`` records in ``labels`` order, then
@@ -50,8 +56,14 @@ MAGIC = "spamfilter-export"
 VERSION = 1
 SITE = "site"
 USER_PREFIX = USER_MARK.lstrip("/")  # "user:"
-_MAX_COUNT = 2**63 - 1
-_MIN_ID = -(2**63)
+MAX_COUNT = 2**53 - 1
+"""The largest count a file may hold, and a merge may produce: exact in a float, and the sum
+of two is far from 2**63 (a 64-bit integer column)."""
+_MAX_DAY = 2**31 - 1  # seen_day is a 32-bit integer column
+_MIN_ID, _MAX_ID = -(2**63), 2**63 - 1
+_MAX_BAG_TOKENS = 100_000  # 20 times the tokenizer's default max_tokens
+_MAX_BAG = 4 * -(-12 * _MAX_BAG_TOKENS // 3)  # its base64 length: 1,600,000 characters
+_MAX_LINE = 4 * 2**20  # characters, the line end included: a full bag and the rest fit
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
@@ -171,12 +183,14 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
     """The records of a file, with their line numbers, checked as they are read.
 
     InvalidDataFile, naming the line, for a wrong header or version, an unknown record or
-    label, a malformed or negative number, records out of order, anything after ``end``,
-    or a file that ends without it (truncated).
+    label, a malformed, negative or too large number, a line or bag too long, records out of
+    order, anything after ``end``, or a file that ends without it (truncated).
     """
     reader = _Reader()
     number = 0
     for number, line in enumerate(lines, start=1):
+        if len(line) > _MAX_LINE:
+            raise _bad(number, f"the line is longer than {_MAX_LINE:,} characters")
         if not line.endswith("\n"):
             raise _bad(number, "the line has no line end (the file is truncated)")
         record = reader.read(number, line[:-1].split("\t"))
@@ -281,14 +295,15 @@ class _Reader:
     def _token(self, number: int, values: list[str]) -> Token:
         labels = self.labels or ()
         _arity(number, "token", values, 2 + 2 * len(labels))
-        token_id = _integer(number, values[0], _MIN_ID, _MAX_COUNT)
+        token_id = _integer(number, values[0], _MIN_ID, _MAX_ID, "a 64-bit signed token id")
         if self._stage > 1 or (self._last_token is not None and token_id <= self._last_token):
             raise _bad(number, "token records must come by ascending id, before learned ones")
         self._stage, self._last_token = 1, token_id
-        numbers = [_count(number, v) for v in values[1:]]
+        numbers = [_count(number, v) for v in values[1:-1]]
+        seen_day = _integer(number, values[-1], 0, _MAX_DAY, "a day number")
         counts = {label: (numbers[2 * k], numbers[2 * k + 1]) for k, label in enumerate(labels)}
         self.counts.tokens += 1
-        return Token(token_id, counts, numbers[-1])
+        return Token(token_id, counts, seen_day)
 
     def _learned(self, number: int, values: list[str]) -> Learned:
         _arity(number, "learned", values, 4)
@@ -301,14 +316,26 @@ class _Reader:
         label = self._label(number, label)
         if not _TIME.match(when):
             raise _bad(number, f"time {when!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+        if len(bag) > _MAX_BAG:
+            raise _bad(
+                number,
+                f"a bag holds at most {_MAX_BAG_TOKENS:,} tokens ({_MAX_BAG:,} base64 "
+                f"characters), this one {len(bag):,} characters",
+            )
         try:
             learned_at = datetime.strptime(when, _TIME_FORMAT).replace(tzinfo=UTC)
             blob = base64.b64decode(bag, validate=True)
             ids = list(decode_bag(blob).items())
         except (ValueError, binascii.Error) as error:
             raise _bad(number, f"unreadable learned record: {error}") from None
-        if any(n <= 0 for _, n in ids) or any(a[0] >= b[0] for a, b in pairwise(ids)):
-            raise _bad(number, "a bag holds ascending token ids with positive counts")
+        # decode_bag makes a dict, which drops a repeated id: the blob (stored as it is) held
+        # ascending unique ids only if none was dropped and the ones left are ascending.
+        if (
+            len(ids) != len(blob) // 12
+            or any(n <= 0 for _, n in ids)
+            or any(a[0] >= b[0] for a, b in pairwise(ids))
+        ):
+            raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
         self.counts.learned += 1
         return Learned(digest, label, learned_at, blob, len(ids))
 
@@ -330,11 +357,13 @@ def _arity(number: int, kind: str, values: list[str], expected: int) -> None:
 
 
 def _count(number: int, value: str) -> int:
-    return _integer(number, value, 0, _MAX_COUNT)
+    return _integer(number, value, 0, MAX_COUNT, "a non-negative count")
 
 
-def _integer(number: int, value: str, low: int, high: int) -> int:
+def _integer(number: int, value: str, low: int, high: int, what: str) -> int:
     """A decimal integer in [low, high], written canonically (no '+', spaces, zeros)."""
+    if len(value) > 20:  # int() of a long string is slow; no value here needs more
+        raise _bad(number, f"{value[:20]!r}... is not {what} ({low} .. {high})")
     try:
         result = int(value)
     except ValueError:
@@ -342,8 +371,7 @@ def _integer(number: int, value: str, low: int, high: int) -> int:
     if result is None or str(result) != value:
         raise _bad(number, f"{value!r} is not a decimal integer")
     if not low <= result <= high:
-        what = "a non-negative count" if low == 0 else "a 64-bit signed token id"
-        raise _bad(number, f"{value} is not {what}")
+        raise _bad(number, f"{value} is not {what} ({low} .. {high})")
     return result
 
 

@@ -7,6 +7,7 @@ agree with each other on PostgreSQL (SQLite's read transaction is a snapshot alr
 
 Writes come in batches from the caller and add to what is there (counts and totals summed,
 the later seen day kept), so one code path serves a merge and, after ``clear``, a replace.
+``over_cap`` then finds a sum past what the caller allows, before it commits.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, delete, func, or_, select, update
 
 from app.domain.labels import LABELS
 from app.storage import dialect
@@ -194,6 +195,34 @@ class ModelRows:
         ]  # fmt: skip
         dialect.insert_many(self._conn, learned_message, values)
         return [digest for digest in digests if digest in held]
+
+    def over_cap(self, scope: str, cap: int) -> str | None:
+        """What of the scope holds a count or total above ``cap`` (the first found, as
+        ``total LABEL`` or ``token ID``), or None: one query a table, each stopping at the
+        first such row."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return None
+        totals = [label_total.c.messages, label_total.c.occurrences, label_total.c.token_messages]
+        query = (
+            select(label_total.c.label)
+            .where(label_total.c.scope_id == scope_id, or_(*(c > cap for c in totals)))
+            .order_by(label_total.c.label)
+            .limit(1)
+        )
+        label = self._conn.execute(query).scalar()
+        if label is not None:
+            return f"total {label}"
+        query = (
+            select(token_count.c.token_id)
+            .where(
+                token_count.c.scope_id == scope_id,
+                or_(*(c > cap for c in self._count_columns)),
+            )
+            .limit(1)
+        )
+        token_id = self._conn.execute(query).scalar()
+        return None if token_id is None else f"token {token_id}"
 
     def recount_vocabulary(self, scope: str) -> int:
         """Set the scope's vocabulary to its number of token rows (what it is by

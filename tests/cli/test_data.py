@@ -110,3 +110,23 @@ def test_backup_names_pg_dump_on_postgresql(
         assert "pg_dump -Fc" in result.stderr
     else:
         assert result.exit_code == 0, result.output
+
+
+def test_import_refuses_a_count_too_large_for_the_file_or_for_a_merge(
+    run: Run, tmp_path: Path, stats: Stats
+) -> None:
+    _learn(run, tmp_path)
+    before = stats()
+    top = 2**53 - 1
+    header = "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\n"
+    too_large = tmp_path / "too-large.tsv"
+    too_large.write_text(f"{header}total\tham\t{top + 1}\t0\t0\nend\t1\t1\t0\t0\n")
+    result = run("import", "--merge", str(too_large))
+    assert result.exit_code == 1
+    assert f"invalid_data_file: line 4: {top + 1} is not a non-negative count" in result.stderr
+    at_most = tmp_path / "at-most.tsv"
+    at_most.write_text(f"{header}total\tham\t{top}\t0\t0\nend\t1\t1\t0\t0\n")
+    result = run("import", "--merge", str(at_most))
+    assert result.exit_code == 1
+    assert "transfer_refused: merging model 'site' would make a count larger" in result.stderr
+    assert stats() == before

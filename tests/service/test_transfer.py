@@ -174,6 +174,53 @@ def test_refusals_and_bad_files_leave_the_database_unchanged(
     assert snapshot(database_url) == before
 
 
+TOP = 2**53 - 1  # the largest count a file may hold and a merge may make
+
+
+def counts_only(text: str, top: int) -> tuple[str, int]:
+    """The site-wide model of ``text`` without its learned records (a merge of it meets no
+    record held already), its first token's ham messages set to ``top``; and that token's
+    ham messages in ``text``."""
+    lines = text.splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith(("learned", "end"))]
+    at = next(n for n, line in enumerate(kept) if line.startswith("token"))
+    fields = kept[at].split("\t")
+    held = int(fields[2])
+    fields[2] = str(top)
+    kept[at] = "\t".join(fields)
+    kinds = [line.split("\t")[0] for line in kept]
+    end = ["end", *(str(kinds.count(k)) for k in ("scope", "total", "token", "learned"))]
+    return "".join(kept) + "\t".join(end) + "\n", held
+
+
+def test_a_merge_past_the_largest_count_is_refused_and_changes_nothing(
+    service: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    train(service, seed=8, size=10)
+    text = exported(service, site_only=True)
+    before = snapshot(database_url)
+    _, held = counts_only(text, 0)
+    too_many, _ = counts_only(text, TOP - held + 1)
+    with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(token "):
+        service.import_models(io.StringIO(too_many), mode="merge")
+    assert snapshot(database_url) == before
+    header = "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\n"
+    total = f"{header}total\tspam\t{TOP}\t0\t0\nend\t1\t1\t0\t0\n"
+    with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(total spam"):
+        service.import_models(io.StringIO(total), mode="merge")
+    assert snapshot(database_url) == before
+
+    # Up to the largest count itself is fine, and what is stored reads back exactly.
+    just_enough, _ = counts_only(text, TOP - held)
+    service.import_models(io.StringIO(just_enough), mode="merge")
+    assert f"\t{TOP}\t" in exported(service)
+    target, _ = fresh()
+    target.import_models(io.StringIO(total))
+    assert target.stats().labels["spam"].messages == TOP
+    assert exported(target) == total
+    assert snapshot(database_url) != before
+
+
 def test_a_forced_merge_reports_the_messages_held_already(source: SpamFilter) -> None:
     text = exported(source, site_only=True)
     messages = source.stats().labels

@@ -8,6 +8,8 @@ import random
 import sqlite3
 import threading
 import tracemalloc
+from array import array
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -73,6 +75,14 @@ def _replace(text: str, number: int, line: str | None) -> str:
 
 
 BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
+LATER = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t"  # line 7, without its bag
+
+
+def raw_bag(ids: list[int]) -> str:
+    """A bag as written, ids in the order given (encode_bag sorts and dedups), counts 1."""
+    return base64.b64encode(
+        array("q", ids).tobytes() + array("i", [1] * len(ids)).tobytes()
+    ).decode()
 
 
 @pytest.mark.parametrize(
@@ -83,6 +93,12 @@ BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
         (2, "labels\tham\tjunk", "line 2: unknown label 'junk'"),
         (4, "total\tjunk\t1\t1\t1", "line 4: unknown label 'junk'"),
         (4, "total\tham\t-1\t1\t1", "line 4: -1 is not a non-negative count"),
+        (4, f"total\tham\t{2**53}\t1\t1", f"line 4: {2**53} is not a non-negative count"),
+        (4, f"total\tham\t{2**63}\t1\t1", f"line 4: {2**63} is not a non-negative count"),
+        (4, f"total\tham\t1\t1\t{'9' * 5000}", "line 4: '9999"),
+        (5, f"token\t1\t{2**53}\t2\t0\t0\t1", f"line 5: {2**53} is not a non-negative count"),
+        (5, f"token\t1\t1\t2\t0\t0\t{2**31}", f"line 5: {2**31} is not a day number"),
+        (5, "token\t1\t1\t2\t0\t0\t-1", "line 5: -1 is not a day number"),
         (5, "token\t01\t1\t2\t0\t0\t20500", "line 5: '01' is not a decimal integer"),
         (5, "token\t9223372036854775808\t1\t2\t0\t0\t1", "not a 64-bit signed token id"),
         (5, "token\t1\t1\t2\t0\t0", "line 5: a 'token' record has 6 fields, this one 5"),
@@ -90,12 +106,18 @@ BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
         (7, f"learned\t{DIGEST_A}\tham\t2026-03-03 10:15:00Z\t", "line 7: time"),
         (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t!!", "line 7: unreadable"),
         (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t{BAD_BAG}", "positive"),
+        (7, LATER + raw_bag([5, 7, 5]), "line 7: a bag holds strictly ascending token ids"),
+        (7, LATER + raw_bag([5, 5]), "line 7: a bag holds strictly ascending token ids"),
+        (7, LATER + raw_bag([7, 5]), "line 7: a bag holds strictly ascending token ids"),
+        (7, LATER + "A" * 1_600_004, "line 7: a bag holds at most 100,000 tokens"),
+        (7, LATER + "A" * 4 * 2**20, "line 7: the line is longer than 4,194,304 characters"),
         (7, f"learned\t{DIGEST_A.upper()}\tham\t2026-03-03T10:15:00.000000Z\t", "lowercase"),
         (8, "scope\tsite", "line 8: scopes must come once each"),
         (8, "scope\tuser:Alice", "line 8: user scope 'user:Alice' is not a normalised"),
         (8, "scope\tother", "line 8: scope 'other' is neither"),
         (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t", "ascending digest"),
         (10, "end\t2\t1\t2\t3", "line 10: the record counts of 'end' disagree"),
+        (10, f"end\t2\t1\t2\t{2**53}", f"line 10: {2**53} is not a non-negative count"),
         (10, "frob", "line 10: unknown record 'frob'"),
         (10, None, "line 10: the file ends without its 'end' record"),
     ],
@@ -103,6 +125,44 @@ BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
 def test_a_bad_line_is_named(number: int, line: str | None, message: str) -> None:
     with pytest.raises(InvalidDataFile, match=message.replace("(", r"\(")):
         read(_replace(sample(), number, line))
+
+
+def test_the_largest_values_read_back() -> None:
+    """Counts up to 2**53 - 1, a seen day up to 2**31 - 1, a bag of 100,000 tokens."""
+    top = 2**53 - 1
+    bag = encode_bag({n: 1 for n in range(100_000)})
+    out = io.StringIO()
+    writer = Writer(out)
+    writer.header()
+    writer.scope(None)
+    writer.total(Total("spam", top, top, top))
+    writer.tokens([(2**63 - 1, top, top, top, top, 2**31 - 1)])
+    writer.learned(Learned(DIGEST_A, "spam", WHEN, bag, 100_000))
+    writer.end()
+    assert read(out.getvalue()) == [
+        Scope(None),
+        Total("spam", top, top, top),
+        Token(2**63 - 1, {"ham": (top, top), "spam": (top, top)}, 2**31 - 1),
+        Learned(DIGEST_A, "spam", WHEN, bag, 100_000),
+    ]
+
+
+def test_a_long_line_is_refused_as_it_arrives() -> None:
+    """The reader looks at a line's length before anything else, and reads no further."""
+    served: list[int] = []
+
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(sample().splitlines(keepends=True), start=1):
+            served.append(number)
+            yield ("x" * (4 * 2**20) + line) if number == 5 else line
+
+    with pytest.raises(InvalidDataFile, match="line 5: the line is longer"):
+        read_all(lines())
+    assert served == [1, 2, 3, 4, 5]
+
+
+def read_all(lines: Iterator[str]) -> list[object]:
+    return [record for _, record in read_records(lines)]
 
 
 def test_truncation_anywhere_is_detected() -> None:
