@@ -9,15 +9,16 @@ problem (the group maps the service's errors), and leave the database unchanged.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import click
 
 from app.cli.context import CliState, build, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
 from app.service.transfer import ImportMode
-from app.service.transfer_format import TextSink
+from app.service.transfer_format import MAX_LINE, TextSink
 
 _quiet = click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 
@@ -34,9 +35,10 @@ class _Counted:
         return self._out.write(text)
 
 
-def _read(lines: Iterable[str], bar: Bar) -> Iterator[str]:
-    """``lines``, moving the bar on by each line's length in UTF-8 bytes."""
-    for line in lines:
+def _read(stream: IO[str], bar: Bar) -> Iterator[str]:
+    """The lines of ``stream``, none read past one character over the format's longest line
+    (the reader refuses such a line at once), moving the bar on by each line's UTF-8 bytes."""
+    while line := stream.readline(MAX_LINE + 1):
         bar.advance(len(line.encode("utf-8", "surrogateescape")))
         yield line
 

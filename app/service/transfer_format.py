@@ -63,7 +63,7 @@ _MAX_DAY = 2**31 - 1  # seen_day is a 32-bit integer column
 _MIN_ID, _MAX_ID = -(2**63), 2**63 - 1
 _MAX_BAG_TOKENS = 100_000  # 20 times the tokenizer's default max_tokens
 _MAX_BAG = 4 * -(-12 * _MAX_BAG_TOKENS // 3)  # its base64 length: 1,600,000 characters
-_MAX_LINE = 4 * 2**20  # characters, the line end included: a full bag and the rest fit
+MAX_LINE = 4 * 2**20  # characters, the line end included: a full bag and the rest fit
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
@@ -189,8 +189,8 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
     reader = _Reader()
     number = 0
     for number, line in enumerate(lines, start=1):
-        if len(line) > _MAX_LINE:
-            raise _bad(number, f"the line is longer than {_MAX_LINE:,} characters")
+        if len(line) > MAX_LINE:
+            raise _bad(number, f"the line is longer than {MAX_LINE:,} characters")
         if not line.endswith("\n"):
             raise _bad(number, "the line has no line end (the file is truncated)")
         record = reader.read(number, line[:-1].split("\t"))

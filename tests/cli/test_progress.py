@@ -9,6 +9,7 @@ from rich.progress import Progress
 
 from app.cli.data import _Counted, _read
 from app.cli.progress import Bar, _RateColumn
+from app.service.transfer_format import MAX_LINE
 
 
 class Steps:
@@ -31,8 +32,14 @@ def test_export_counts_rows_as_they_are_written() -> None:
 def test_import_counts_the_bytes_of_the_lines_it_reads() -> None:
     bar = Steps()
     lines = ["spamfilter-export\t1\n", "scope\tuser:dörte\n"]
-    assert list(_read(lines, bar)) == lines  # type: ignore[arg-type]
+    assert list(_read(io.StringIO("".join(lines)), bar)) == lines  # type: ignore[arg-type]
     assert sum(bar.steps) == len("".join(lines).encode("utf-8"))
+
+
+def test_import_never_reads_more_of_a_line_than_the_format_allows() -> None:
+    huge = "learned\t" + "A" * (MAX_LINE * 3) + "\n"
+    first = next(_read(io.StringIO(huge), Steps()))  # type: ignore[arg-type]
+    assert len(first) == MAX_LINE + 1  # the reader refuses it; the rest is never read
 
 
 def test_the_rate_is_shown_in_the_bars_unit() -> None:
