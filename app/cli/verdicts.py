@@ -86,7 +86,10 @@ def show_classification(
         + ("; head only (size cap)" if result.truncated else "")
     )
     if not result.clues:
-        console.print("no clues: nothing learned about this message's tokens yet")
+        if result.reason is not None:
+            console.print("no clues: tokens are scored once every label has learned messages")
+        else:
+            console.print("no clues: none of this message's tokens has been learned")
         return
     table = Table(title="clues (weight: nats towards spam)", title_justify="left")
     table.add_column("token", overflow="fold")
