@@ -26,6 +26,10 @@ from app.storage.activity import EntryFilter, EntryRow, Judged, MinuteRow
 from app.storage.store import Store
 from app.storage.tables import LATENCY_BUCKETS
 
+# What a history query takes and returns, re-exported so that the console (an adapter) asks
+# the service for them and never imports storage.
+__all__ = ["Entry", "EntryFilter", "History", "MinuteRow"]
+
 # Upper bounds (ms) of the latency buckets; the last bucket has none.
 LATENCY_BOUNDS_MS = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
 assert len(LATENCY_BOUNDS_MS) + 1 == LATENCY_BUCKETS

@@ -17,10 +17,10 @@ from app.service.history import (
     FALSE_POSITIVE,
     MISSED_SPAM,
     History,
+    MinuteRow,
     minute_of,
     percentile,
 )
-from app.storage.activity import MinuteRow
 
 Chart = dict[str, Any]
 VERDICTS = ("ham", "unsure", "spam", "error")

@@ -22,9 +22,8 @@ from app.api.console.markup import (
 from app.domain.labels import LABELS
 from app.service import Classification, FeedbackResult, Stats
 from app.service.accounts import UserSummary
-from app.service.history import FALSE_POSITIVE, MISSED_SPAM, Entry
+from app.service.history import FALSE_POSITIVE, MISSED_SPAM, Entry, EntryFilter
 from app.settings import Settings
-from app.storage.activity import EntryFilter
 
 USERS_SHOWN = 50
 

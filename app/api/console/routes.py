@@ -47,8 +47,8 @@ from app.api.dependencies import ServiceDep, SettingsDep
 from app.domain.labels import LABELS
 from app.errors import SpamFilterError
 from app.service import SpamFilter
+from app.service.history import EntryFilter
 from app.service.results import Outcome
-from app.storage.activity import EntryFilter
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 ADAPTERS = ("http", "spamd", "milter")
