@@ -156,14 +156,20 @@ class Judge:
         names = analysed.names()
         ids = list(names)
         own = tx.counts(models.own, ids)
-        if site is not None and models.site is not None:
+        if (
+            site is not None
+            and models.site is not None
+            and self._settings.model.kind != "bernoulli"
+        ):
             site_counts = tx.counts(models.site, ids)
-            scored = self._blended(analysed, names, (own, totals), (site_counts, site))
+            own_evidence = self._evidence(analysed, names, own)
+            site_evidence = self._evidence(analysed, names, site_counts)
+            scored = self._blended(own_evidence, totals, site_evidence, site)
             if scored is not None:
                 if self._has_own_verdicts(totals):
                     # The site-wide model helps catch spam, but never condemns on its own what
                     # the user's own model calls ham: the lower of the two log-odds is served.
-                    mine = self._score(tx, models.own, analysed, names, own, totals)
+                    mine = self._own_multinomial(own_evidence, totals)
                     if _spam_odds(mine) < _spam_odds(scored):
                         scored = mine
                 return Evaluation(scored, learned, names, (own, site_counts))
@@ -220,8 +226,13 @@ class Judge:
             ]
             messages = {lb: totals.labels[lb].messages for lb in LABELS}
             return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
+        return self._own_multinomial(self._evidence(analysed, names, counts), totals)
+
+    def _own_multinomial(self, evidence: list[nb.Evidence], totals: ModelTotals) -> nb.Scored:
+        """The multinomial score of ``evidence`` against one model's own totals."""
+        model = self._settings.model
         return self._multinomial(
-            self._evidence(analysed, names, counts),
+            evidence,
             self._class_totals(totals),
             totals.vocabulary,
             model.alpha,
@@ -230,24 +241,21 @@ class Judge:
 
     def _blended(
         self,
-        analysed: Analysed,
-        names: Mapping[int, str],
-        own: tuple[Mapping[int, Mapping[str, TokenStats]], ModelTotals],
-        site: tuple[Mapping[int, Mapping[str, TokenStats]], ModelTotals],
+        own: list[nb.Evidence],
+        own_totals: ModelTotals,
+        site: list[nb.Evidence],
+        site_model: ModelTotals,
     ) -> nb.Scored | None:
         """A user's multinomial score with the site-wide model as prior (``fallback``); None
-        where there is no prior to blend (a Bernoulli model, a site-wide label without
-        tokens)."""
+        where there is no prior to blend (a site-wide label without tokens)."""
         model = self._settings.model
-        site_counts, site_model = site
         site_totals = self._class_totals(site_model)
-        if model.kind == "bernoulli" or not all(t.tokens > 0 for t in site_totals.values()):
+        if not all(t.tokens > 0 for t in site_totals.values()):
             return None
-        own_counts, own_totals = own
         evidence, class_totals = fallback.blend(
-            self._evidence(analysed, names, own_counts),
+            own,
             self._class_totals(own_totals),
-            self._evidence(analysed, names, site_counts),
+            site,
             site_totals,
             site_model.vocabulary,
             model.alpha,
