@@ -187,6 +187,10 @@ def make_settings(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Callabl
         overrides.setdefault("database_url", database_url)
         # These tests are about learning semantics; thick training has tests of its own.
         overrides.setdefault("training_mode", "everything")
+        # A test that sets a spam cut-off means that one, not a calibrated one.
+        decision = overrides.get("decision")
+        if isinstance(decision, dict) and "spam_log_odds" in decision:
+            overrides["decision"] = {"calibrate": False, **decision}
         return Settings(_env_file=None, **overrides)
 
     return make

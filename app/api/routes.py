@@ -217,6 +217,7 @@ def render_classification(result: Classification, mail: MailReport) -> ClassifyR
             "verdict": result.verdict.value,
             "spam_probability": result.spam_probability,
             "log_odds": result.log_odds,
+            "spam_cutoff": result.spam_cutoff,
             "log_posteriors": dict(result.log_posteriors),
             "clues": [ClueResponse(token=c.token, weight=c.weight) for c in result.clues],
             "digest": result.digest,

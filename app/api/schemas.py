@@ -101,6 +101,7 @@ class ClassifyResponse(BaseModel):
                     "verdict": "ham",
                     "spam_probability": 0.0231,
                     "log_odds": -3.744,
+                    "spam_cutoff": 10.0,
                     "log_posteriors": {"ham": -0.0234, "spam": -3.7676},
                     "clues": [{"token": "subject:lunch", "weight": -1.92}],
                     "digest": DIGEST_EXAMPLE,
@@ -130,6 +131,10 @@ class ClassifyResponse(BaseModel):
     verdict: Literal["ham", "unsure", "spam"]
     spam_probability: float = Field(description="P(spam | message), in [0, 1]; saturates")
     log_odds: float = Field(description="log P(spam|x) - log P(ham|x), nats")
+    spam_cutoff: float = Field(
+        description="the log-odds above which the verdict is spam: calibrated on the ham "
+        "this model has scored, or the configured one"
+    )
     log_posteriors: dict[str, float] = Field(description="log P(label|x) per label, nats")
     clues: list[ClueResponse] = Field(description="tokens that moved the score most")
     digest: str = Field(description="hex SHA-256 of the normalised message")
@@ -203,6 +208,8 @@ class StatsResponse(BaseModel):
                     "database": "sqlite",
                     "scope": "global",
                     "user": None,
+                    "ham_scored": 1180,
+                    "spam_cutoff": 11.5,
                 },
                 {
                     "labels": {
@@ -213,6 +220,8 @@ class StatsResponse(BaseModel):
                     "database": "postgresql",
                     "scope": "global/user:alice@example.org",
                     "user": "alice@example.org",
+                    "ham_scored": 131,
+                    "spam_cutoff": 11.5,
                 },
             ]
         }
@@ -224,6 +233,12 @@ class StatsResponse(BaseModel):
     scope: str
     user: str | None = Field(
         None, description="whose own model this is (normalised); null for the site-wide model"
+    )
+    ham_scored: int = Field(
+        description="ham messages this model scored before learning them (halved past 20,000)"
+    )
+    spam_cutoff: float = Field(
+        description="the log-odds above which this model's verdict is spam now"
     )
 
 

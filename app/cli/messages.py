@@ -251,7 +251,7 @@ def learn(
 
 
 def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
-    """Why learn skips a message: thick training (the service's ``_worth_learning``)."""
+    """Why learn skips a message: thick training (the service's ``_judge_new``)."""
     settings = state.settings
     skipped = (
         f"the model already judged them right by more than {settings.training_margin:g} nats "

@@ -36,6 +36,10 @@ def stats(state: CliState, as_json: bool, user: str | None) -> None:
     for name, counts in doc["labels"].items():
         click.echo(f"{name:<8}{counts['messages']:>12,}{counts['tokens']:>14,}")
     click.echo(f"vocabulary  {doc['vocabulary']:,} distinct tokens")
+    click.echo(
+        f"spam above  {doc['spam_cutoff']:g} nats of log-odds "
+        f"({doc['ham_scored']:,} ham scored before learning)"
+    )
 
 
 @click.group("user")

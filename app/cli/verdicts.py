@@ -19,12 +19,14 @@ from app.service import Classification, MailReport
 from app.settings import Settings
 
 
-def thresholds(settings: Settings) -> dict[str, float | int]:
-    """The cut-offs that turn log-odds into a verdict."""
+def thresholds(settings: Settings, result: Classification) -> dict[str, float | int | bool]:
+    """The cut-offs that turned ``result``'s log-odds into its verdict; ``calibrated`` says
+    whether the spam cut-off follows the model's ham scores (app.service.cutoffs)."""
     decision = settings.decision
     return {
         "ham_below": decision.ham_log_odds,
-        "spam_above": decision.spam_log_odds,
+        "spam_above": result.spam_cutoff,
+        "calibrated": decision.calibrate,
         "min_messages": decision.min_messages,
     }
 
@@ -49,7 +51,7 @@ def classification_json(
         "log_posteriors": result.log_posteriors,
         "score": mail.score,
         "required": mail.required,
-        "thresholds": thresholds(settings),
+        "thresholds": thresholds(settings, result),
         "digest": result.digest,
         "tokens": result.tokens,
         "truncated": result.truncated,
@@ -72,13 +74,14 @@ def show_classification(
     console = Console(
         force_terminal=None, no_color=None, highlight=False, soft_wrap=False, width=_width()
     )
-    limits = thresholds(settings)
+    limits = thresholds(settings, result)
     reason = "" if result.reason is None else f" ({result.reason.value})"
     console.print(f"[bold]{name}[/bold]: [bold]{result.verdict.value.upper()}[/bold]{reason}")
     console.print(
         f"log-odds {result.log_odds:+.3f} nats: ham below {limits['ham_below']:g}, "
-        f"spam above {limits['spam_above']:g} (verdicts after {limits['min_messages']} "
-        f"messages per label)"
+        f"spam above {limits['spam_above']:g}"
+        + (" (calibrated)" if limits["calibrated"] else "")
+        + f" (verdicts after {limits['min_messages']} messages per label)"
     )
     console.print(
         f"score {mail.score:.1f}/{mail.required:.1f} on SpamAssassin's scale; "

@@ -19,7 +19,7 @@ from typing import Any
 
 from app.evaluation.metrics import HAM, SPAM, verdict_share_pct
 from app.evaluation.runner import CV, RunResult, Summary
-from app.settings import Settings
+from app.settings import DecisionSettings, Settings
 
 FILTER_NAME = "spamfilter"
 
@@ -91,7 +91,7 @@ def document(
         "limit": info.limit,
         "threshold": decision.spam_log_odds,
         "threshold_rule": (
-            f"spam iff verdict is spam: log_odds > {decision.spam_log_odds} with at least "
+            f"spam iff verdict is spam: log_odds {decision.spam_rule()} with at least "
             f"{decision.min_messages} learned messages of each label"
         ),
         "score_kind": "log_odds",
@@ -240,8 +240,8 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
         top += f", identical learned counts once (from {model['distinct_min_messages']} messages)"
     return [
         f"model      {model['kind']}, counting {model['counting']}, alpha {model['alpha']}{top}",
-        f"verdicts   ham if log-odds < {decision['ham_log_odds']}, spam if > "
-        f"{decision['spam_log_odds']} (nats), else unsure; "
+        f"verdicts   ham if log-odds < {decision['ham_log_odds']}, spam if "
+        f"{_spam_rule(decision)} (nats), else unsure; "
         f"unsure until {decision['min_messages']} learned messages per label",
         f"tokenizer  max_token_length {tok['max_token_length']}, "
         f"max_tokens {tok['max_tokens']}, scan_bytes {tok['scan_bytes']}",
@@ -324,3 +324,11 @@ def finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [finite(item) for item in value]
     return value
+
+
+def _spam_rule(decision: dict[str, Any]) -> str:
+    """The spam cut-off of a result file's settings in words (files written before the
+    cut-off was calibrated have a fixed one)."""
+    known = {key: decision[key] for key in DecisionSettings.model_fields if key in decision}
+    known.setdefault("calibrate", False)
+    return DecisionSettings(**known).spam_rule()

@@ -89,6 +89,8 @@ def stats_document(stats: Stats) -> dict[str, Any]:
         "database": stats.database,
         "scope": stats.scope,
         "user": stats.user,
+        "ham_scored": stats.ham_scored,
+        "spam_cutoff": stats.spam_cutoff,
     }
 
 

@@ -142,13 +142,24 @@ class SpamFilter:
         """Learned messages and tokens per label, and the vocabulary size, of the site-wide
         model or of ``user``'s own model."""
         models = self.models(user)
+        cutoffs = self._judge.cutoffs
         with self._store.transaction(write=False) as tx:
             totals = tx.totals(models.own)
+            scored = cutoffs.scored(tx, models.own)
+            spam_cut = cutoffs.spam_cutoff(tx, models)
         labels = {
             label: LabelSummary(totals.of(label).messages, totals.of(label).occurrences)
             for label in LABELS
         }
-        return Stats(labels, totals.vocabulary, self._store.dialect_name, models.own, models.user)
+        return Stats(
+            labels,
+            totals.vocabulary,
+            self._store.dialect_name,
+            models.own,
+            models.user,
+            ham_scored=scored,
+            spam_cutoff=spam_cut,
+        )
 
     def export(self, out: TextSink, user: str | None = None, site_only: bool = False) -> Counts:
         """Write the learned models to ``out`` in the export format (``transfer_format``):

@@ -26,6 +26,7 @@ from app.domain.spam_headers import (
 )
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.errors import InvalidMessage, MessageTooLarge
+from app.service.cutoffs import CutOffs
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
 from app.settings import Settings
@@ -97,6 +98,7 @@ class Judge:
             spam=settings.decision.spam_log_odds,
             min_messages=settings.decision.min_messages,
         )
+        self.cutoffs = CutOffs(settings)
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
         """Parse and tokenise ``raw`` read as ``form``; raises MessageTooLarge or
@@ -138,7 +140,8 @@ class Judge:
         """Score ``analysed`` against the learned counts of ``models`` (read-only)."""
         with self._store.transaction(write=False) as tx:
             judged = self.evaluate(tx, models, analysed)
-        return self._classification(analysed, judged)
+            spam_cut = self.cutoffs.spam_cutoff(tx, models)
+        return self._classification(analysed, judged, spam_cut)
 
     def evaluate(self, tx: Transaction, models: Models, analysed: Analysed) -> Evaluation:
         """The model's scores for ``analysed`` (None until every label has a message), the
@@ -192,7 +195,7 @@ class Judge:
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
         report = SpamReport(result.verdict, result.log_odds, result.spam_probability, result.clues)
-        spam_cut = self.thresholds.spam
+        spam_cut = result.spam_cutoff
         return MailReport(
             is_spam=is_spam(report),
             score=shown_score(spam_score(result.log_odds, spam_cut), is_spam(report)),
@@ -308,7 +311,9 @@ class Judge:
         floor = model.length_floor if model.normalise_length else None
         return nb.multinomial(evidence, class_totals, vocabulary, alpha, top, kind, floor, distinct)
 
-    def _classification(self, analysed: Analysed, judged: Evaluation) -> Classification:
+    def _classification(
+        self, analysed: Analysed, judged: Evaluation, spam_cut: float
+    ) -> Classification:
         scored, learned = judged.scored, judged.learned
         if scored is None:
             uniform = -math.log(len(LABELS))
@@ -318,7 +323,8 @@ class Judge:
             posteriors = scored.log_posteriors
             log_odds = scored.log_odds(Label.SPAM, Label.HAM)
             found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
-        decision: Decision = decide(log_odds, learned, self.thresholds)
+        thresholds = Thresholds(self.thresholds.ham, spam_cut, self.thresholds.min_messages)
+        decision: Decision = decide(log_odds, learned, thresholds)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
@@ -330,5 +336,6 @@ class Judge:
             digest=analysed.digest,
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,
+            spam_cutoff=spam_cut,
             form=analysed.form,
         )

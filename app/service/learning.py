@@ -80,13 +80,17 @@ class Trainer:
         scope = models.own
         record = _record(tx, scope, analysed)
         if record is None:
-            if not self._worth_learning(tx, models, analysed, target):
+            learn, ham_bin = self._judge_new(tx, models, analysed, target)
+            if not learn:
                 return Outcome.SKIPPED
             bag = analysed.bag()
-            if tx.claim(scope, analysed.digest, target, bag):
+            if tx.claim(scope, analysed.digest, target, bag, ham_bin):
                 tx.add(scope, target, bag, vocabulary=True)
                 return Outcome.LEARNED
-            # Another writer claimed the digest first: go on from what it learned.
+            # Another writer claimed the digest first (and scored it): go on from what it
+            # learned.
+            if ham_bin is not None:
+                tx.ham_scores().remove(scope, ham_bin)
             record = tx.learned(scope, analysed.digest)
             if record is None:
                 return Outcome.UNCHANGED
@@ -101,20 +105,30 @@ class Trainer:
         else:
             tx.subtract(scope, record.label, record.bag, vocabulary=False)
             tx.add(scope, target, record.bag, vocabulary=False)
+        if record.ham_bin is not None:
+            tx.ham_scores().remove(scope, record.ham_bin)
         tx.relabel(scope, record.digest, target)
         return Outcome.RELABELLED
 
-    def _worth_learning(
+    def _judge_new(
         self, tx: Transaction, models: Models, analysed: Analysed, label: Label
-    ) -> bool:
-        """Under thick training, whether a new message is wrong or close enough to learn."""
-        if self._settings.training_mode == "everything":
-            return True
+    ) -> tuple[bool, int | None]:
+        """Score a message new to the model before it is learned: whether to learn it (under
+        thick training, whether it is wrong or close enough), and for ham the bin of the
+        model's ham scores its score went to (``cutoffs``; None when nothing was recorded)."""
+        cutoffs = self._judge.cutoffs
+        thick = self._settings.training_mode != "everything"
+        if not thick and not (label == Label.HAM and cutoffs.calibrated):
+            return True, None
         judged = self._judge.evaluate(tx, models, analysed)
         scored, learned = judged.scored, judged.learned
         log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
+        ham_bin = cutoffs.ham_scored(tx, models.own, log_odds) if label == Label.HAM else None
+        if not thick:
+            return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.thresholds.min_messages
-        return worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
+        learn = worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
+        return learn, ham_bin
 
     def _write(self, work: Callable[[Transaction], T]) -> T:
         for attempt in range(_RETRIES):
@@ -133,6 +147,8 @@ def _forget_in(tx: Transaction, scope: str, analysed: Analysed) -> Outcome:
     if record is None:
         return Outcome.UNKNOWN
     tx.subtract(scope, record.label, record.bag, vocabulary=True)
+    if record.ham_bin is not None:
+        tx.ham_scores().remove(scope, record.ham_bin)
     tx.unclaim(scope, record.digest)
     return Outcome.FORGOTTEN
 

@@ -76,6 +76,8 @@ class Classification:
     digest: str
     tokens: int
     truncated: bool
+    # The log-odds above which this message is spam (see app.service.cutoffs).
+    spam_cutoff: float
     form: str = "rfc822"
     # Per clue token: learned messages holding it in each label (see Judge.evaluate).
     clue_counts: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -119,3 +121,6 @@ class Stats:
     database: str
     scope: str
     user: str | None = None
+    # Ham scores the model's spam cut-off is chosen from, and that cut-off (app.service.cutoffs).
+    ham_scored: int = 0
+    spam_cutoff: float = 0.0

@@ -8,12 +8,13 @@ either unchanged or holds the whole file.
 Import modes, per model in the file:
 
 - ``new`` (the default): the model must hold nothing yet; one with learned data is refused.
-- ``merge``: counts and totals are added, the later seen day kept, learned-message records
-  whose digest is new inserted. A record already held would then count twice (its counts are
-  in the file's totals and in the database's), so a merge that meets one is refused unless
-  ``force``; forced, the held record is kept and the message's counts are in twice.
-  A merge whose sum of a count or total would pass ``MAX_COUNT`` (2**53 - 1) is refused.
-- ``replace``: the model's counts, totals and learned messages are deleted first.
+- ``merge``: counts, totals and ham scores are added, the later seen day kept, and
+  learned-message records whose digest is new inserted. A record already held would then
+  count twice (its counts are in the file's totals and in the database's), so a merge that
+  meets one is refused unless ``force``; forced, the held record is kept and the message's
+  counts are in twice. A merge whose sum of a count or total would pass ``MAX_COUNT``
+  (2**53 - 1) is refused.
+- ``replace``: the model's counts, totals, ham scores and learned messages are deleted first.
 
 Models not in the file are left alone. Each imported model's vocabulary is recounted and its
 generation bumped, so processes that cache its counts reload them.
@@ -32,6 +33,7 @@ from app.service.scoping import models_for
 from app.service.transfer_format import (
     MAX_COUNT,
     Counts,
+    HamScore,
     Learned,
     Record,
     Scope,
@@ -123,9 +125,13 @@ def _export_model(rows: ModelRows, writer: Writer, scope: str, user: str | None)
     writer.scope(user)
     for label, messages, occurrences, token_messages in rows.totals(scope):
         writer.total(Total(label, messages, occurrences, token_messages))
+    for index, count in rows.ham_scores(scope):
+        writer.ham_score(HamScore(index, count))
     writer.tokens(rows.tokens(scope))
     for row in rows.learned(scope):
-        writer.learned(Learned(row.digest, row.label, row.learned_at, row.bag, row.token_count))
+        writer.learned(
+            Learned(row.digest, row.label, row.learned_at, row.bag, row.token_count, row.ham_bin)
+        )
 
 
 @dataclass
@@ -155,7 +161,7 @@ class _Importer:
             self.records.learned += 1
             self.learned.append(
                 LearnedRow(record.digest, record.label, record.learned_at, record.bag,
-                           record.token_count)
+                           record.token_count, record.ham_bin)
             )  # fmt: skip
             if len(self.learned) >= _LEARNED_BATCH:
                 self._flush()
@@ -166,6 +172,9 @@ class _Importer:
                 scope,
                 [(record.label, record.messages, record.occurrences, record.token_messages)],
             )
+        elif isinstance(record, HamScore):
+            self.records.hamscores += 1
+            self.rows.add_ham_scores(self._current(), [(record.bin, record.count)])
         else:
             self._start(number, record)
 

@@ -1,15 +1,16 @@
-"""The export file: a portable, line-oriented text form of learned models (format version 1).
+"""The export file: a portable, line-oriented text form of learned models (format version 2).
 
 UTF-8 text, one record a line, fields separated by one TAB, lines ended by LF. The first
 field names the record::
 
-    spamfilter-export  1                      the header: always the first line; the version
+    spamfilter-export  2                      the header: always the first line; the version
     labels  ham  spam                         the labels, in the order token records give them
     scope   site | user:<name>                starts a model; the records below belong to it
     total   LABEL  MESSAGES  OCCURRENCES  TOKEN_MESSAGES
+    hamscore  BIN  COUNT                      the model's ham scores (app.domain.cutoff)
     token   ID  (MESSAGES  OCCURRENCES) per label  SEEN_DAY
-    learned DIGEST  LABEL  LEARNED_AT  BAG
-    end     SCOPES  TOTALS  TOKENS  LEARNED   the last line: how many records of each kind
+    learned DIGEST  LABEL  LEARNED_AT  BAG  HAM_BIN
+    end     SCOPES  TOTALS  TOKENS  LEARNED  HAMSCORES   the last line: records of each kind
 
 - ``scope`` names are relative to the site-wide scope (the ``scope`` setting), so a file
   moves between sites configured differently: ``site`` is the site-wide model, ``user:alice``
@@ -24,6 +25,12 @@ field names the record::
   order, then their n little-endian signed 32-bit (positive) counts (``app.storage.codec``).
   A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
   message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
+- ``hamscore``: how many ham messages the model scored in bin ``BIN`` (0 .. 81, half-nat
+  bins of the log-odds, see ``app.domain.cutoff``) before learning them; bins with a count
+  only, by ascending bin, after the ``total`` records. ``HAM_BIN`` of a ``learned`` record is
+  the bin that message's score went to, or ``-``.
+- Version 1 files (no ``hamscore`` records, no ``HAM_BIN``, four ``end`` counts) are read
+  too: their models start with no ham scores.
 - Every count is a non-negative decimal integer of at most 2**53 - 1 (9007199254740991),
   exact in a 64-bit float too, so sums of two counts cannot overflow the database's 64-bit
   integers; a merge whose sums would pass that cap is refused.
@@ -31,7 +38,8 @@ field names the record::
 
 Order is fixed, so two exports of equal data are byte-identical: the site-wide model first,
 then users by name (code-point order); per model ``total`` records in ``labels`` order, then
-``token`` records by ascending id, then ``learned`` records by ascending digest. A reader
+``hamscore`` records by ascending bin, ``token`` records by ascending id, then ``learned``
+records by ascending digest. A reader
 refuses anything else, and a file without its ``end`` record (or whose counts disagree) is
 truncated. This module is pure: lines in, records out, and the reverse.
 """
@@ -47,13 +55,16 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Protocol
 
+from app.domain.cutoff import BINS
 from app.domain.labels import LABELS
 from app.domain.users import USER_MARK, InvalidUserName, normalise_user
 from app.errors import InvalidDataFile
 from app.storage.codec import decode_bag
 
 MAGIC = "spamfilter-export"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)
+_NO_BIN = "-"
 SITE = "site"
 USER_PREFIX = USER_MARK.lstrip("/")  # "user:"
 MAX_COUNT = 2**53 - 1
@@ -103,6 +114,15 @@ class Learned:
     learned_at: datetime
     bag: bytes
     token_count: int
+    ham_bin: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HamScore:
+    """A ``hamscore`` record: ``count`` ham messages scored in bin ``bin``."""
+
+    bin: int
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +132,7 @@ class Scope:
     user: str | None
 
 
-Record = Scope | Total | Token | Learned
+Record = Scope | Total | HamScore | Token | Learned
 
 
 def scope_field(user: str | None) -> str:
@@ -128,10 +148,12 @@ class Counts:
     totals: int = 0
     tokens: int = 0
     learned: int = 0
+    hamscores: int = 0
 
-    def fields(self) -> list[int]:
-        """In ``end`` record order."""
-        return [self.scopes, self.totals, self.tokens, self.learned]
+    def fields(self, version: int = VERSION) -> list[int]:
+        """In ``end`` record order (version 1 files have no ham scores)."""
+        fields = [self.scopes, self.totals, self.tokens, self.learned]
+        return fields if version == 1 else [*fields, self.hamscores]
 
 
 @dataclass(slots=True)
@@ -157,6 +179,11 @@ class Writer:
             f"total\t{total.label}\t{total.messages}\t{total.occurrences}\t{total.token_messages}\n"
         )
 
+    def ham_score(self, score: HamScore) -> None:
+        """One bin of the model's ham scores."""
+        self.counts.hamscores += 1
+        self.out.write(f"hamscore\t{score.bin}\t{score.count}\n")
+
     def tokens(self, rows: Iterable[Sequence[int]]) -> None:
         """``token`` records from (id, per label messages and occurrences..., seen_day)
         tuples, in ``labels`` order: the storage row as it is, for speed."""
@@ -172,7 +199,8 @@ class Writer:
         self.counts.learned += 1
         when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
         bag = base64.b64encode(record.bag).decode("ascii")
-        self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\n")
+        ham_bin = _NO_BIN if record.ham_bin is None else str(record.ham_bin)
+        self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\t{ham_bin}\n")
 
     def end(self) -> None:
         """The ``end`` record: without it a reader treats the file as truncated."""
@@ -212,7 +240,9 @@ class _Reader:
         self._totals: set[str] = set()
         self._last_token: int | None = None
         self._last_digest: str | None = None
-        self._stage = 0  # 0 totals, 1 tokens, 2 learned (within the current scope)
+        self._last_bin: int | None = None
+        self._version = VERSION
+        self._stage = 0  # 0 totals, 1 ham scores, 2 tokens, 3 learned (in the current scope)
 
     def read(self, number: int, fields: list[str]) -> Record | None:
         kind, values = fields[0], fields[1:]
@@ -235,6 +265,8 @@ class _Reader:
             raise _bad(number, f"a {kind!r} record before any 'scope' record")
         if kind == "total":
             return self._total(number, values)
+        if kind == "hamscore" and self._version > 1:
+            return self._ham_score(number, values)
         if kind == "token":
             return self._token(number, values)
         if kind == "learned":
@@ -244,9 +276,11 @@ class _Reader:
     def _header(self, number: int, fields: list[str]) -> None:
         if fields[0] != MAGIC or len(fields) != 2:
             raise _bad(number, f"not a spamfilter export file (expected {MAGIC!r} first)")
-        if fields[1] != str(VERSION):
+        if fields[1] not in {str(version) for version in READABLE}:
+            readable = " and ".join(map(str, READABLE))
             raise _bad(number, f"export format version {fields[1]!r} is not supported "
-                       f"(this version reads {VERSION})")  # fmt: skip
+                       f"(this version reads {readable})")  # fmt: skip
+        self._version = int(fields[1])
         self._started = True
 
     def _labels(self, number: int, values: list[str]) -> None:
@@ -278,7 +312,7 @@ class _Reader:
         self._users.append(user)
         self.counts.scopes += 1
         self._totals.clear()
-        self._last_token = self._last_digest = None
+        self._last_token = self._last_digest = self._last_bin = None
         self._stage = 0
         return Scope(user)
 
@@ -292,13 +326,25 @@ class _Reader:
         self.counts.totals += 1
         return Total(label, messages, occurrences, token_messages)
 
+    def _ham_score(self, number: int, values: list[str]) -> HamScore:
+        _arity(number, "hamscore", values, 2)
+        index = _integer(number, values[0], 0, BINS - 1, "a ham score bin")
+        if self._stage > 1 or (self._last_bin is not None and index <= self._last_bin):
+            raise _bad(number, "hamscore records must come by ascending bin, before tokens")
+        count = _count(number, values[1])
+        if count == 0:
+            raise _bad(number, "a hamscore record holds a count above 0")
+        self._stage, self._last_bin = 1, index
+        self.counts.hamscores += 1
+        return HamScore(index, count)
+
     def _token(self, number: int, values: list[str]) -> Token:
         labels = self.labels or ()
         _arity(number, "token", values, 2 + 2 * len(labels))
         token_id = _integer(number, values[0], _MIN_ID, _MAX_ID, "a 64-bit signed token id")
-        if self._stage > 1 or (self._last_token is not None and token_id <= self._last_token):
+        if self._stage > 2 or (self._last_token is not None and token_id <= self._last_token):
             raise _bad(number, "token records must come by ascending id, before learned ones")
-        self._stage, self._last_token = 1, token_id
+        self._stage, self._last_token = 2, token_id
         numbers = [_count(number, v) for v in values[1:-1]]
         seen_day = _integer(number, values[-1], 0, _MAX_DAY, "a day number")
         counts = {label: (numbers[2 * k], numbers[2 * k + 1]) for k, label in enumerate(labels)}
@@ -306,13 +352,16 @@ class _Reader:
         return Token(token_id, counts, seen_day)
 
     def _learned(self, number: int, values: list[str]) -> Learned:
-        _arity(number, "learned", values, 4)
-        digest, label, when, bag = values
+        _arity(number, "learned", values, 4 if self._version == 1 else 5)
+        digest, label, when, bag = values[:4]
+        ham_bin = None
+        if self._version > 1 and values[4] != _NO_BIN:
+            ham_bin = _integer(number, values[4], 0, BINS - 1, f"a ham score bin or {_NO_BIN!r}")
         if not _DIGEST.match(digest):
             raise _bad(number, "a digest is 64 lowercase hex digits")
         if self._last_digest is not None and digest <= self._last_digest:
             raise _bad(number, "learned records must come by ascending digest")
-        self._stage, self._last_digest = 2, digest
+        self._stage, self._last_digest = 3, digest
         label = self._label(number, label)
         if not _TIME.match(when):
             raise _bad(number, f"time {when!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
@@ -337,7 +386,7 @@ class _Reader:
         ):
             raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
         self.counts.learned += 1
-        return Learned(digest, label, learned_at, blob, len(ids))
+        return Learned(digest, label, learned_at, blob, len(ids), ham_bin)
 
     def _label(self, number: int, value: str) -> str:
         if value not in LABELS:
@@ -345,8 +394,9 @@ class _Reader:
         return value
 
     def _end(self, number: int, values: list[str]) -> None:
-        _arity(number, "end", values, 4)
-        if [_count(number, v) for v in values] != self.counts.fields():
+        expected = self.counts.fields(self._version)
+        _arity(number, "end", values, len(expected))
+        if [_count(number, v) for v in values] != expected:
             raise _bad(number, "the record counts of 'end' disagree with the file (truncated?)")
         self.ended = True
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, select, update
 
-from app.storage.tables import label_total, learned_message, model_scope, token_count
+from app.storage.tables import (
+    ham_score,
+    label_total,
+    learned_message,
+    model_scope,
+    token_count,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +65,8 @@ def scopes_under(conn: Connection, prefix: str) -> list[ScopeSummary]:
 
 
 def drop_scope(conn: Connection, scope_id: int) -> DroppedScope:
-    """Delete scope ``scope_id``: its token counts, label totals, learned-message records
-    and its ``model_scope`` row.
+    """Delete scope ``scope_id``: its token counts, label totals, learned-message records,
+    ham score histogram and its ``model_scope`` row.
 
     The scope row is locked first (a generation bump, as every writer does first: see
     ``ScopeIds.changing``), so on PostgreSQL a learn for the same scope that is under way
@@ -70,6 +76,7 @@ def drop_scope(conn: Connection, scope_id: int) -> DroppedScope:
     conn.execute(update(model_scope).where(scope).values(generation=model_scope.c.generation + 1))
     tokens = conn.execute(delete(token_count).where(token_count.c.scope_id == scope_id)).rowcount
     conn.execute(delete(label_total).where(label_total.c.scope_id == scope_id))
+    conn.execute(delete(ham_score).where(ham_score.c.scope_id == scope_id))
     messages = conn.execute(
         delete(learned_message).where(learned_message.c.scope_id == scope_id)
     ).rowcount

@@ -21,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from app.storage import accounts, dialect
 from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
+from app.storage.calibration import HamScores
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.expiry import Expiry
 from app.storage.scopes import ScopeIds
@@ -75,6 +76,7 @@ class LearnedRecord:
     label: str
     bag: dict[int, int]
     learned_at: datetime
+    ham_bin: int | None = None
 
 
 class Transaction:
@@ -100,6 +102,10 @@ class Transaction:
     def activity(self) -> Activity:
         """The console's history and per-minute counts, in this transaction."""
         return Activity(self._conn)
+
+    def ham_scores(self) -> HamScores:
+        """The models' ham score histograms, in this transaction (see ``calibration.py``)."""
+        return HamScores(self._conn, self._scopes)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
@@ -195,10 +201,20 @@ class Transaction:
         row = self._conn.execute(query).first()
         if row is None:
             return None
-        return LearnedRecord(row.digest, row.label, decode_bag(row.tokens), row.learned_at)
+        return LearnedRecord(
+            row.digest, row.label, decode_bag(row.tokens), row.learned_at, row.ham_bin
+        )
 
-    def claim(self, scope: str, digest: str, label: str, bag: Mapping[int, int]) -> bool:
-        """Record a message as learned; False (and no change) if it already was."""
+    def claim(
+        self,
+        scope: str,
+        digest: str,
+        label: str,
+        bag: Mapping[int, int],
+        ham_bin: int | None = None,
+    ) -> bool:
+        """Record a message as learned (with the ``ham_score`` bin its score went to, if any);
+        False (and no change) if it already was."""
         values = {
             "scope_id": self._scopes.get_or_create(scope),
             "digest": digest,
@@ -206,17 +222,18 @@ class Transaction:
             "token_count": len(bag),
             "tokens": encode_bag(bag),
             "learned_at": datetime.now(UTC),
+            "ham_bin": ham_bin,
         }
         return dialect.insert_if_absent(self._conn, learned_message, values)
 
     def relabel(self, scope: str, digest: str, label: str) -> None:
-        """Change the label of a learned-message record."""
+        """Change the label of a learned-message record (which no longer holds a ham score)."""
         scope_id = self._scopes.find(scope)
         if scope_id is not None:
             self._conn.execute(
                 update(learned_message)
                 .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
-                .values(label=label, learned_at=datetime.now(UTC))
+                .values(label=label, learned_at=datetime.now(UTC), ham_bin=None)
             )
 
     def unclaim(self, scope: str, digest: str) -> None:

@@ -8,7 +8,10 @@
 - ``label_total``: per scope id and label: learned messages, token occurrences, and the sum
   over messages of their distinct tokens (the total under presence counting).
 - ``learned_message``: per scope id and digest: label, time, and the exact token ids and counts
-  that were added, so forgetting or relabelling restores counts even if the tokenizer changes.
+  that were added, so forgetting or relabelling restores counts even if the tokenizer changes;
+  for new ham, the ``ham_score`` bin its score went to.
+- ``ham_score``: per scope id and bin, how many ham messages scored in that bin before they
+  were learned (the histogram ``app.domain.cutoff`` chooses the spam cut-off from).
 
 Rows refer to ``model_scope.id`` without database-level foreign keys (SQLite would need
 ``PRAGMA foreign_keys`` on every connection); deleting a scope deletes its rows explicitly.
@@ -107,7 +110,21 @@ learned_message = Table(
     Column("token_count", Integer, nullable=False),
     Column("tokens", LargeBinary, nullable=False),
     Column("learned_at", DateTime(timezone=True), nullable=False),
+    # The ``ham_score`` bin this message added to, learned as new ham (else NULL): forgetting
+    # or relabelling it takes that score back out.
+    Column("ham_bin", Integer),
     PrimaryKeyConstraint("scope_id", "digest"),
+)
+
+ham_score = Table(
+    "ham_score",
+    metadata,
+    Column("scope_id", Integer, nullable=False, autoincrement=False),
+    Column("bin", Integer, nullable=False, autoincrement=False),
+    Column("ham", BigInteger, nullable=False),
+    PrimaryKeyConstraint("scope_id", "bin"),
+    CheckConstraint("ham >= 0", name="non_negative"),
+    sqlite_with_rowid=False,
 )
 
 

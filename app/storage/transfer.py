@@ -24,6 +24,7 @@ from app.storage import dialect
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
     all_label_columns,
+    ham_score,
     label_total,
     learned_message,
     model_scope,
@@ -45,6 +46,7 @@ class LearnedRow:
     learned_at: datetime
     bag: bytes
     token_count: int
+    ham_bin: int | None = None
 
 
 class ModelRows:
@@ -74,7 +76,7 @@ class ModelRows:
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return False
-        for table in (token_count, label_total, learned_message):
+        for table in (token_count, label_total, learned_message, ham_score):
             query = select(table.c.scope_id).where(table.c.scope_id == scope_id).limit(1)
             if self._conn.execute(query).first() is not None:
                 return True
@@ -96,6 +98,18 @@ class ModelRows:
             for label, messages, occurrences, token_messages in self._conn.execute(query)
         }
         return [rows[label] for label in LABELS if label in rows]
+
+    def ham_scores(self, scope: str) -> list[tuple[int, int]]:
+        """(bin, count) of the scope's ham scores, by ascending bin, bins above 0 only."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return []
+        query = (
+            select(ham_score.c.bin, ham_score.c.ham)
+            .where(ham_score.c.scope_id == scope_id, ham_score.c.ham > 0)
+            .order_by(ham_score.c.bin)
+        )
+        return [(int(index), int(count)) for index, count in self._conn.execute(query)]
 
     def tokens(self, scope: str) -> Iterator[Sequence[int]]:
         """(token_id, messages and occurrences per label in LABELS order, seen_day) of every
@@ -123,12 +137,13 @@ class ModelRows:
                 learned_message.c.learned_at,
                 learned_message.c.tokens,
                 learned_message.c.token_count,
+                learned_message.c.ham_bin,
             )
             .where(learned_message.c.scope_id == scope_id)
             .order_by(digest)
         )
-        for digest_value, label, learned_at, tokens, count in self._stream(query):
-            yield LearnedRow(digest_value, label, _utc(learned_at), bytes(tokens), count)
+        for digest_value, label, learned_at, tokens, count, ham_bin in self._stream(query):
+            yield LearnedRow(digest_value, label, _utc(learned_at), bytes(tokens), count, ham_bin)
 
     def _stream(self, query: Any) -> Iterator[Any]:
         result = self._conn.execute(query, execution_options={"yield_per": BATCH})
@@ -140,11 +155,11 @@ class ModelRows:
 
     def prepare(self, scope: str, replace: bool) -> None:
         """Get ``scope`` ready to be written: created if new, its generation bumped (caches
-        of its counts are stale), and with ``replace`` emptied of counts, totals and
-        learned messages."""
+        of its counts are stale), and with ``replace`` emptied of counts, totals, ham scores
+        and learned messages."""
         scope_id = self._scopes.changing(scope)
         if replace:
-            for table in (token_count, label_total, learned_message):
+            for table in (token_count, label_total, learned_message, ham_score):
                 self._conn.execute(delete(table).where(table.c.scope_id == scope_id))
 
     def add_totals(self, scope: str, rows: Sequence[tuple[str, int, int, int]]) -> None:
@@ -156,6 +171,14 @@ class ModelRows:
             for label, m, o, t in rows
         ]  # fmt: skip
         dialect.increment(self._conn, label_total, values)
+
+    def add_ham_scores(self, scope: str, rows: Sequence[tuple[int, int]]) -> None:
+        """Add (bin, count) to the scope's ham scores."""
+        if not rows:
+            return
+        scope_id = self._scopes.changing(scope)
+        values = [{"scope_id": scope_id, "bin": index, "ham": count} for index, count in rows]
+        dialect.increment(self._conn, ham_score, values)
 
     def add_tokens(self, scope: str, rows: Sequence[TokenRow]) -> None:
         """Add token rows (ascending, unique ids) to the scope: counts summed, the later
@@ -189,7 +212,8 @@ class ModelRows:
         )
         values = [
             {"scope_id": scope_id, "digest": row.digest, "label": row.label,
-             "token_count": row.token_count, "tokens": row.bag, "learned_at": row.learned_at}
+             "token_count": row.token_count, "tokens": row.bag, "learned_at": row.learned_at,
+             "ham_bin": row.ham_bin}
             for row in rows
             if row.digest not in held
         ]  # fmt: skip
@@ -222,7 +246,16 @@ class ModelRows:
             .limit(1)
         )
         token_id = self._conn.execute(query).scalar()
-        return None if token_id is None else f"token {token_id}"
+        if token_id is not None:
+            return f"token {token_id}"
+        query = (
+            select(ham_score.c.bin)
+            .where(ham_score.c.scope_id == scope_id, ham_score.c.ham > cap)
+            .order_by(ham_score.c.bin)
+            .limit(1)
+        )
+        index = self._conn.execute(query).scalar()
+        return None if index is None else f"hamscore {index}"
 
     def recount_vocabulary(self, scope: str) -> int:
         """Set the scope's vocabulary to its number of token rows (what it is by

@@ -65,7 +65,9 @@ def make_api_settings(tmp_path: Path) -> MakeSettings:
             "database_url": f"sqlite:///{tmp_path / 't.db'}",
             "api_tokens": [],
             "training_mode": "everything",
-            "decision": DecisionSettings(ham_log_odds=0.0, spam_log_odds=0.0, min_messages=1),
+            "decision": DecisionSettings(
+                ham_log_odds=0.0, spam_log_odds=0.0, min_messages=1, calibrate=False
+            ),
             **overrides,
         }
         return Settings(**values)

@@ -33,4 +33,6 @@ def test_api_round_trip_on_postgresql(make_api: MakeApi, postgres_url: str) -> N
         "database": "postgresql",
         "scope": "global",
         "user": None,
+        "ham_scored": 0,
+        "spam_cutoff": 0.0,
     }

@@ -14,6 +14,7 @@ CLASSIFY_KEYS = {
     "verdict",
     "spam_probability",
     "log_odds",
+    "spam_cutoff",
     "log_posteriors",
     "clues",
     "digest",
@@ -126,6 +127,8 @@ def test_stats_empty(client: TestClient) -> None:
         "database": "sqlite",
         "scope": "global",
         "user": None,
+        "ham_scored": 0,
+        "spam_cutoff": 0.0,
     }
 
 
@@ -145,6 +148,8 @@ def test_stats_count_learning_and_return_to_zero_after_forgetting(api: Api) -> N
         "database": "sqlite",
         "scope": "global",
         "user": None,
+        "ham_scored": 0,
+        "spam_cutoff": 0.0,
     }
 
 

@@ -103,7 +103,10 @@ def test_learning_twice_equals_learning_once(
     assert outcomes.count(Outcome.LEARNED) == len(messages)
     assert outcomes.count(Outcome.UNCHANGED) == len(messages)
 
-    assert snapshot(twice_url, timestamps=False) == snapshot(once_url, timestamps=False)
+    # Scored in another order, the ham scores differ; the counts may not.
+    assert snapshot(twice_url, timestamps=False, scores=False) == snapshot(
+        once_url, timestamps=False, scores=False
+    )
 
 
 def test_a_relabel_equals_learning_the_other_label_alone(
@@ -128,7 +131,9 @@ def test_a_relabel_equals_learning_the_other_label_alone(
     learn_all(direct, [(raw, other(label)) for raw, label in moved])
 
     assert_consistent(relabelled_url)
-    assert snapshot(relabelled_url, timestamps=False) == snapshot(direct_url, timestamps=False)
+    assert snapshot(relabelled_url, timestamps=False, scores=False) == snapshot(
+        direct_url, timestamps=False, scores=False
+    )
 
 
 def test_forget_after_the_tokenizer_changed_still_restores_counts(

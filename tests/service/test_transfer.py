@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import random
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -102,14 +103,27 @@ def test_a_round_trip_gives_the_same_file_the_same_rows_and_the_same_scores(
         assert scores(target, user) == scores(source, user)
 
 
+def ham_scores(text: str) -> Counter[int]:
+    """Bin -> count of a file's hamscore records (one model)."""
+    found: Counter[int] = Counter()
+    for line in text.splitlines():
+        if line.startswith("hamscore\t"):
+            _, index, count = line.split("\t")
+            found[int(index)] += int(count)
+    return found
+
+
 def test_the_file_is_ordered_and_ends_with_its_counts(source: SpamFilter) -> None:
     lines = exported(source).splitlines()
-    assert lines[:2] == ["spamfilter-export\t1", "labels\tham\tspam"]
+    assert lines[:2] == ["spamfilter-export\t2", "labels\tham\tspam"]
     scopes = [line.split("\t")[1] for line in lines if line.startswith("scope\t")]
     assert scopes == ["site", "user:alice@example.org", "user:bob"]
     kinds = [line.split("\t")[0] for line in lines]
     assert lines[-1] == "\t".join(
-        ["end", *(str(kinds.count(k)) for k in ("scope", "total", "token", "learned"))]
+        [
+            "end",
+            *(str(kinds.count(k)) for k in ("scope", "total", "token", "learned", "hamscore")),
+        ]
     )
 
 
@@ -149,8 +163,13 @@ def test_merge_adds_counts_and_replace_swaps_the_model(
     result = target.import_models(io.StringIO(second), mode="merge")
     assert generation(url, "global") > before
     assert result.vocabulary == {"site": both.stats().vocabulary}
-    assert snapshot(url, timestamps=False) == snapshot(both_url, timestamps=False)
+    # Counts as if both had been learned in one model; ham scores as each model scored them.
+    assert snapshot(url, timestamps=False, scores=False) == snapshot(
+        both_url, timestamps=False, scores=False
+    )
     assert_consistent(url)
+    summed = ham_scores(first) + ham_scores(second)
+    assert summed and ham_scores(exported(target)) == summed
 
     target.import_models(io.StringIO(second), mode="replace")
     assert exported(target) == second
@@ -189,7 +208,8 @@ def counts_only(text: str, top: int) -> tuple[str, int]:
     fields[2] = str(top)
     kept[at] = "\t".join(fields)
     kinds = [line.split("\t")[0] for line in kept]
-    end = ["end", *(str(kinds.count(k)) for k in ("scope", "total", "token", "learned"))]
+    order = ("scope", "total", "token", "learned", "hamscore")
+    end = ["end", *(str(kinds.count(k)) for k in order)]
     return "".join(kept) + "\t".join(end) + "\n", held
 
 
@@ -204,10 +224,15 @@ def test_a_merge_past_the_largest_count_is_refused_and_changes_nothing(
     with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(token "):
         service.import_models(io.StringIO(too_many), mode="merge")
     assert snapshot(database_url) == before
-    header = "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\n"
-    total = f"{header}total\tspam\t{TOP}\t0\t0\nend\t1\t1\t0\t0\n"
+    header = "spamfilter-export\t2\nlabels\tham\tspam\nscope\tsite\n"
+    total = f"{header}total\tspam\t{TOP}\t0\t0\nend\t1\t1\t0\t0\t0\n"
     with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(total spam"):
         service.import_models(io.StringIO(total), mode="merge")
+    assert snapshot(database_url) == before
+    (held_bin,) = list(ham_scores(text))[:1]
+    scores = f"{header}hamscore\t{held_bin}\t{TOP}\nend\t1\t0\t0\t0\t1\n"
+    with pytest.raises(TransferRefused, match=rf"\(hamscore {held_bin}\)"):
+        service.import_models(io.StringIO(scores), mode="merge")
     assert snapshot(database_url) == before
 
     # Up to the largest count itself is fine, and what is stored reads back exactly.

@@ -32,6 +32,11 @@ ALWAYS_SKIPPED = {
     ("model_scope", "generation"),
     ("token_count", "seen_day"),
 }
+# The ham scores a model's spam cut-off is chosen from depend on the order messages were
+# learned in (each is scored by the model as it was): ``scores=False`` leaves them out when
+# two databases that learned the same messages in another order are compared.
+SCORE_COLUMNS = {("learned_message", "ham_bin")}
+SCORE_TABLES = {"ham_score"}
 # Replaced by the scope's name, under the column name "scope".
 SCOPE_KEYS = {("model_scope", "id"), ("model_scope", "name")}
 
@@ -42,18 +47,23 @@ def reader(url: str) -> sa.Engine:
     return sa.create_engine(normalise_url(url), poolclass=sa.NullPool)
 
 
-def snapshot(url: str, timestamps: bool = True) -> Snapshot:
-    """Every row of every table, sorted; bags decoded to sorted (token id, count) tuples."""
+def snapshot(url: str, timestamps: bool = True, scores: bool = True) -> Snapshot:
+    """Every row of every table, sorted; bags decoded to sorted (token id, count) tuples.
+    Without ``scores``, no ham scores (``SCORE_TABLES``, ``SCORE_COLUMNS``)."""
     engine = reader(url)
     try:
         with engine.connect() as conn:
-            return {table.name: _rows(conn, table, timestamps) for table in metadata.sorted_tables}
+            return {
+                table.name: _rows(conn, table, timestamps, scores)
+                for table in metadata.sorted_tables
+                if scores or table.name not in SCORE_TABLES
+            }
     finally:
         engine.dispose()
 
 
-def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool) -> list[Row]:
-    columns = [expression for _, expression in _kept(table, timestamps)]
+def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool, scores: bool) -> list[Row]:
+    columns = [expression for _, expression in _kept(table, timestamps, scores)]
     rows = []
     for row in conn.execute(sa.select(*columns)):
         rows.append(
@@ -62,12 +72,17 @@ def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool) -> list[Row]:
     return sorted(rows, key=repr)
 
 
-def _kept(table: sa.Table, timestamps: bool) -> list[tuple[str, sa.ColumnElement[Any]]]:
+def _kept(
+    table: sa.Table, timestamps: bool, scores: bool = True
+) -> list[tuple[str, sa.ColumnElement[Any]]]:
     """(name, expression) of the columns ``snapshot`` keeps for ``table``, in row order."""
     kept: list[tuple[str, sa.ColumnElement[Any]]] = []
     for column in table.columns:
-        if (table.name, column.name) in ALWAYS_SKIPPED or (
-            not timestamps and isinstance(column.type, sa.DateTime)
+        key = (table.name, column.name)
+        if (
+            key in ALWAYS_SKIPPED
+            or (not scores and key in SCORE_COLUMNS)
+            or (not timestamps and isinstance(column.type, sa.DateTime))
         ):
             continue
         if (table.name, column.name) == ("model_scope", "id"):

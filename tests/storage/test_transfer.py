@@ -18,7 +18,15 @@ import sqlalchemy as sa
 
 from app.errors import InvalidDataFile, TransferRefused
 from app.service import SpamFilter
-from app.service.transfer_format import Learned, Scope, Token, Total, Writer, read_records
+from app.service.transfer_format import (
+    HamScore,
+    Learned,
+    Scope,
+    Token,
+    Total,
+    Writer,
+    read_records,
+)
 from app.settings import Settings
 from app.storage.codec import encode_bag
 from app.storage.migrate import head_revision
@@ -53,9 +61,10 @@ def read(text: str) -> list[object]:
 
 def test_written_records_read_back() -> None:
     text = sample()
-    assert text.splitlines()[0] == "spamfilter-export\t1"
-    assert text.splitlines()[-1] == "end\t2\t1\t2\t2"
+    assert text.splitlines()[0] == "spamfilter-export\t2"
+    assert text.splitlines()[-1] == "end\t2\t1\t2\t2\t0"
     assert f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t" in text
+    assert text.splitlines()[6].endswith("\t-")
     assert read(text) == [
         Scope(None),
         Total("ham", 2, 30, 12),
@@ -76,6 +85,7 @@ def _replace(text: str, number: int, line: str | None) -> str:
 
 BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
 LATER = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t"  # line 7, without its bag
+NO_BIN = "\t-"  # a learned record's last field: no ham score
 
 
 def raw_bag(ids: list[int]) -> str:
@@ -88,7 +98,7 @@ def raw_bag(ids: list[int]) -> str:
 @pytest.mark.parametrize(
     ("number", "line", "message"),
     [
-        (1, "spamfilter-export\t2", "line 1: export format version '2' is not supported"),
+        (1, "spamfilter-export\t3", "line 1: export format version '3' is not supported"),
         (1, "something else", "line 1: not a spamfilter export file"),
         (2, "labels\tham\tjunk", "line 2: unknown label 'junk'"),
         (4, "total\tjunk\t1\t1\t1", "line 4: unknown label 'junk'"),
@@ -103,21 +113,31 @@ def raw_bag(ids: list[int]) -> str:
         (5, "token\t9223372036854775808\t1\t2\t0\t0\t1", "not a 64-bit signed token id"),
         (5, "token\t1\t1\t2\t0\t0", "line 5: a 'token' record has 6 fields, this one 5"),
         (6, "token\t-9223372036854775808\t1\t1\t0\t0\t1", "line 6: token records must come"),
-        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03 10:15:00Z\t", "line 7: time"),
-        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t!!", "line 7: unreadable"),
-        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t{BAD_BAG}", "positive"),
-        (7, LATER + raw_bag([5, 7, 5]), "line 7: a bag holds strictly ascending token ids"),
-        (7, LATER + raw_bag([5, 5]), "line 7: a bag holds strictly ascending token ids"),
-        (7, LATER + raw_bag([7, 5]), "line 7: a bag holds strictly ascending token ids"),
-        (7, LATER + "A" * 1_600_004, "line 7: a bag holds at most 100,000 tokens"),
+        (7, f"learned\t{DIGEST_A}\tham\t2026-03-03 10:15:00Z\t{NO_BIN}", "line 7: time"),
+        (7, LATER + "!!" + NO_BIN, "line 7: unreadable"),
+        (7, LATER + BAD_BAG + NO_BIN, "positive"),
+        (7, LATER + raw_bag([5, 7, 5]) + NO_BIN, "line 7: a bag holds strictly ascending"),
+        (7, LATER + raw_bag([5, 5]) + NO_BIN, "line 7: a bag holds strictly ascending token ids"),
+        (7, LATER + raw_bag([7, 5]) + NO_BIN, "line 7: a bag holds strictly ascending token ids"),
+        (7, LATER + "A" * 1_600_004 + NO_BIN, "line 7: a bag holds at most 100,000 tokens"),
         (7, LATER + "A" * 4 * 2**20, "line 7: the line is longer than 4,194,304 characters"),
-        (7, f"learned\t{DIGEST_A.upper()}\tham\t2026-03-03T10:15:00.000000Z\t", "lowercase"),
+        (7, f"learned\t{DIGEST_A.upper()}\tham\t2026-03-03T10:15:00.000000Z\t\t-", "lowercase"),
+        (7, LATER + raw_bag([5]), "line 7: a 'learned' record has 5 fields, this one 4"),
+        (7, LATER + raw_bag([5]) + "\t82", "line 7: 82 is not a ham score bin or '-'"),
+        (7, LATER + raw_bag([5]) + "\t", "line 7: '' is not a decimal integer"),
+        (6, "hamscore\t3\t1", "line 6: hamscore records must come by ascending bin, before"),
+        (4, "hamscore\t82\t1", "line 4: 82 is not a ham score bin"),
+        (4, "hamscore\t-1\t1", "line 4: -1 is not a ham score bin"),
+        (4, "hamscore\t3\t0", "line 4: a hamscore record holds a count above 0"),
+        (4, f"hamscore\t3\t{2**53}", f"line 4: {2**53} is not a non-negative count"),
         (8, "scope\tsite", "line 8: scopes must come once each"),
         (8, "scope\tuser:Alice", "line 8: user scope 'user:Alice' is not a normalised"),
         (8, "scope\tother", "line 8: scope 'other' is neither"),
-        (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t", "ascending digest"),
-        (10, "end\t2\t1\t2\t3", "line 10: the record counts of 'end' disagree"),
-        (10, f"end\t2\t1\t2\t{2**53}", f"line 10: {2**53} is not a non-negative count"),
+        (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t\t-", "ascending digest"),
+        (10, "end\t2\t1\t2\t3\t0", "line 10: the record counts of 'end' disagree"),
+        (10, "end\t2\t1\t2\t2\t1", "line 10: the record counts of 'end' disagree"),
+        (10, "end\t2\t1\t2\t2", "line 10: a 'end' record has 5 fields, this one 4"),
+        (10, f"end\t2\t1\t2\t{2**53}\t0", f"line 10: {2**53} is not a non-negative count"),
         (10, "frob", "line 10: unknown record 'frob'"),
         (10, None, "line 10: the file ends without its 'end' record"),
     ],
@@ -125,6 +145,44 @@ def raw_bag(ids: list[int]) -> str:
 def test_a_bad_line_is_named(number: int, line: str | None, message: str) -> None:
     with pytest.raises(InvalidDataFile, match=message.replace("(", r"\(")):
         read(_replace(sample(), number, line))
+
+
+def test_ham_scores_and_a_learned_messages_bin_read_back() -> None:
+    out = io.StringIO()
+    writer = Writer(out)
+    writer.header()
+    writer.scope(None)
+    writer.total(Total("ham", 2, 30, 12))
+    writer.ham_score(HamScore(0, 1500))
+    writer.ham_score(HamScore(81, 2))
+    writer.learned(Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1, ham_bin=81))
+    writer.end()
+    text = out.getvalue()
+    assert "hamscore\t0\t1500\nhamscore\t81\t2\n" in text
+    assert text.splitlines()[-2].endswith("\t81")
+    assert text.splitlines()[-1] == "end\t1\t1\t0\t1\t2"
+    assert read(text) == [
+        Scope(None),
+        Total("ham", 2, 30, 12),
+        HamScore(0, 1500),
+        HamScore(81, 2),
+        Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1, ham_bin=81),
+    ]
+
+
+def test_a_version_1_file_is_read_without_ham_scores() -> None:
+    bag = base64.b64encode(encode_bag({5: 1})).decode()
+    text = (
+        "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\ntotal\tham\t1\t1\t1\n"
+        f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}\nend\t1\t1\t0\t1\n"
+    )
+    assert read(text) == [
+        Scope(None),
+        Total("ham", 1, 1, 1),
+        Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1),
+    ]
+    with pytest.raises(InvalidDataFile, match="line 5: unknown record 'hamscore'"):
+        read(text.replace("learned", "hamscore\t3\t1\nlearned"))
 
 
 def test_the_largest_values_read_back() -> None:

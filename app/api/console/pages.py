@@ -78,8 +78,8 @@ def status_body(found: StatusFacts, settings: Settings) -> str:
             (
                 "Thresholds",
                 e(
-                    f"ham ≤ {settings.decision.ham_log_odds:g} < unsure < "
-                    f"{settings.decision.spam_log_odds:g} ≤ spam (log-odds, nats); "
+                    f"ham < {settings.decision.ham_log_odds:g} ≤ unsure; spam "
+                    f"{settings.decision.spam_rule()} (log-odds, nats); "
                     f"{settings.decision.min_messages} messages per label before verdicts"
                 ),
             ),

@@ -1,0 +1,68 @@
+"""The ham score histogram of each model (``ham_score``), from which the spam cut-off is
+chosen (see ``app.domain.cutoff``)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, delete, func, select, update
+
+from app.domain.cutoff import BINS, HALVE_AT, score_bin
+from app.storage import dialect
+from app.storage.scopes import ScopeIds
+from app.storage.tables import ham_score
+
+
+class HamScores:
+    """Read and add to the ham score histograms, in one transaction."""
+
+    def __init__(self, conn: Connection, scopes: ScopeIds) -> None:
+        self._conn = conn
+        self._scopes = scopes
+
+    def histogram(self, scope: str) -> list[int]:
+        """``BINS`` counts for ``scope`` (all zero for a model that has scored no ham)."""
+        counts = [0] * BINS
+        scope_id = self._scopes.find(scope)
+        if scope_id is None:
+            return counts
+        rows = self._conn.execute(
+            select(ham_score.c.bin, ham_score.c.ham).where(ham_score.c.scope_id == scope_id)
+        )
+        for index, ham in rows:
+            if 0 <= index < BINS:
+                counts[index] = int(ham)
+        return counts
+
+    def add(self, scope: str, log_odds: float) -> int:
+        """One ham message more that scored ``log_odds`` before it was learned; its bin.
+        Past ``HALVE_AT`` scores every bin of the scope is halved."""
+        scope_id = self._scopes.changing(scope)
+        index = score_bin(log_odds)
+        row = {"scope_id": scope_id, "bin": index, "ham": 1}
+        dialect.increment(self._conn, ham_score, [row])
+        total = self._conn.execute(
+            select(func.sum(ham_score.c.ham)).where(ham_score.c.scope_id == scope_id)
+        ).scalar()
+        if total is not None and int(total) >= HALVE_AT:
+            self._conn.execute(
+                update(ham_score)
+                .where(ham_score.c.scope_id == scope_id)
+                .values(ham=ham_score.c.ham / 2)
+            )
+            self._drop_empty(scope_id)
+        return index
+
+    def remove(self, scope: str, index: int) -> None:
+        """Take one score out of bin ``index`` (a forgotten or relabelled ham message); a bin
+        already at 0 (halved since) stays at 0."""
+        scope_id = self._scopes.changing(scope, create=False)
+        if scope_id is None:
+            return
+        row = {"scope_id": scope_id, "bin": index, "ham": 1}
+        dialect.decrement(self._conn, ham_score, [row])
+        self._drop_empty(scope_id)
+
+    def _drop_empty(self, scope_id: int) -> None:
+        """Delete the scope's bins at 0: a bin row exists only while it holds a score."""
+        self._conn.execute(
+            delete(ham_score).where(ham_score.c.scope_id == scope_id, ham_score.c.ham == 0)
+        )
