@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.adapters.peers import unavailable
-from tests.adapters.pipe.daemons import free_port
-from tests.environment import without_settings
+from tests.serving import spamfilter_serve
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -60,37 +56,17 @@ def browser() -> Iterator[Any]:
 def console_server(folder: Path, admin: str, reader: str) -> Iterator[str]:
     """``spamfilter serve`` with the console on a free port and a fresh SQLite database; its
     base URL once it answers. The recorder writes after every event."""
-    env = without_settings(
-        {
-            "SPAMFILTER_DATABASE_URL": f"sqlite:///{folder / 'console.db'}",
-            "SPAMFILTER_API_TOKENS": admin,
-            "SPAMFILTER_READ_TOKENS": reader,
-            "SPAMFILTER_DECISION__MIN_MESSAGES": "1",
-            "SPAMFILTER_TRAINING_MODE": "everything",
-            "SPAMFILTER_CONSOLE__FLUSH_EVENTS": "1",
-            "SPAMFILTER_LOG__VERDICTS": "off",
-        }
-    )
-    for _attempt in range(3):
-        port = free_port()
-        log = folder / f"serve-{port}.log"
-        with log.open("wb") as errors:
-            process = subprocess.Popen(
-                [sys.executable, "-c", "from app.cli import main; main()", "serve",
-                 "--port", str(port), "--workers", "1", "--log-level", "warning"],
-                env=env, stderr=errors, stdout=subprocess.DEVNULL,
-            )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        try:
-            if _healthy(process, url):
-                yield url
-                return
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
-        if b"address already in use" not in log.read_bytes().lower():
-            raise AssertionError(f"spamfilter serve did not start: {log.read_text()}")
-    raise AssertionError("no free port for spamfilter serve")
+    settings = {
+        "SPAMFILTER_DATABASE_URL": f"sqlite:///{folder / 'console.db'}",
+        "SPAMFILTER_API_TOKENS": admin,
+        "SPAMFILTER_READ_TOKENS": reader,
+        "SPAMFILTER_DECISION__MIN_MESSAGES": "1",
+        "SPAMFILTER_TRAINING_MODE": "everything",
+        "SPAMFILTER_CONSOLE__FLUSH_EVENTS": "1",
+        "SPAMFILTER_LOG__VERDICTS": "off",
+    }
+    with spamfilter_serve(folder, settings) as url:
+        yield url
 
 
 def call(url: str, path: str, body: bytes, token: str, **params: str) -> dict[str, Any]:
@@ -104,14 +80,3 @@ def call(url: str, path: str, body: bytes, token: str, **params: str) -> dict[st
     with urllib.request.urlopen(request, timeout=10) as reply:
         answer: dict[str, Any] = json.loads(reply.read())
         return answer
-
-
-def _healthy(process: subprocess.Popen[bytes], url: str) -> bool:
-    deadline = time.monotonic() + 30
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=1):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False

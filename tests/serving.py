@@ -1,0 +1,52 @@
+"""A real ``spamfilter serve`` process on a free port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.adapters.pipe.daemons import free_port
+from tests.environment import without_settings
+
+
+@contextmanager
+def spamfilter_serve(folder: Path, settings: dict[str, str], workers: int = 1) -> Iterator[str]:
+    """``spamfilter serve`` with ``settings`` (SPAMFILTER_* variables) on a free port; its base
+    URL once ``/readyz`` answers. Its stderr goes to a log in ``folder``."""
+    env = without_settings(settings)
+    for _attempt in range(3):
+        port = free_port()
+        log = folder / f"serve-{port}.log"
+        with log.open("wb") as errors:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from app.cli import main; main()", "serve",
+                 "--port", str(port), "--workers", str(workers), "--log-level", "warning"],
+                env=env, stderr=errors, stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            if _healthy(process, url):
+                yield url
+                return
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+        if b"address already in use" not in log.read_bytes().lower():
+            raise AssertionError(f"spamfilter serve did not start: {log.read_text()}")
+    raise AssertionError("no free port for spamfilter serve")
+
+
+def _healthy(process: subprocess.Popen[bytes], url: str) -> bool:
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
