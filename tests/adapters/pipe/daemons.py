@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
+import tempfile
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from app.adapters.pipe.client import Daemon
-from tests.environment import without_settings
+from tests.serving import free_port, spamfilter_serve
+
+__all__ = ["CLASSIFY_ANSWER", "canned", "free_port", "http_service"]
 
 CLASSIFY_ANSWER = {
     "verdict": "spam",
@@ -35,13 +35,6 @@ CLASSIFY_ANSWER = {
         ],
     },
 }
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (at the time of asking)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -83,39 +76,11 @@ def canned(status: str, body: bytes) -> Iterator[Daemon]:
 
 @contextmanager
 def http_service(database_url: str) -> Iterator[str]:
-    """``spamfilter serve`` on a free port of 127.0.0.1; its base URL once it answers.
-
-    A port taken by another process between choosing and binding it is tried again.
-    """
-    for _attempt in range(3):
-        port = free_port()
-        process = _serve(database_url, port)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            if _wait_until_healthy(process, url):
-                yield url
-                return
-        finally:
-            process.terminate()
-            _out, errors = process.communicate(timeout=10)
-        if b"address already in use" not in errors.lower():
-            raise AssertionError(f"spamfilter serve did not start: {errors.decode()}")
-    raise AssertionError("no free port for spamfilter serve")
-
-
-def _serve(database_url: str, port: int) -> subprocess.Popen[bytes]:
-    env = without_settings({"SPAMFILTER_DATABASE_URL": database_url})
-    command = [sys.executable, "-c", "from app.cli import main; main()"]
-    args = ["serve", "--port", str(port), "--log-level", "warning"]
-    return subprocess.Popen([*command, *args], env=env, stderr=subprocess.PIPE)
-
-
-def _wait_until_healthy(process: subprocess.Popen[bytes], url: str) -> bool:
-    deadline = time.monotonic() + 30
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
+    """``spamfilter serve`` on a free port of 127.0.0.1 and ``database_url``; its base URL once
+    it answers."""
+    settings = {"SPAMFILTER_DATABASE_URL": database_url}
+    with (
+        tempfile.TemporaryDirectory(prefix="spamfilter-serve-") as folder,
+        spamfilter_serve(Path(folder), settings) as url,
+    ):
+        yield url
