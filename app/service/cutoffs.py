@@ -43,18 +43,22 @@ class CutOffs:
 
     def spam_cutoff(self, tx: Transaction, models: Models) -> float:
         """The cut-off for a verdict of ``models`` (one query, two for a new user's model)."""
-        calibration = self._calibration
-        if calibration is None:
+        if self._calibration is None:
             return self.floor
+        return self.state(tx, models)[1]
+
+    def state(self, tx: Transaction, models: Models) -> tuple[int, float]:
+        """How many ham scores the model of ``models.own`` holds (halved past
+        ``HALVE_AT``), and the cut-off a verdict of ``models`` has now."""
         scores = tx.ham_scores()
         histogram = scores.histogram(models.own)
-        if self._fallback and models.site is not None and sum(histogram) < calibration.min_ham:
-            histogram = scores.histogram(models.site)
-        return spam_cutoff(histogram, calibration)
-
-    def scored(self, tx: Transaction, scope: str) -> int:
-        """How many ham scores ``scope``'s histogram holds (halved past ``HALVE_AT``)."""
-        return sum(tx.ham_scores().histogram(scope))
+        scored = sum(histogram)
+        calibration = self._calibration
+        if calibration is None:
+            return scored, self.floor
+        if self._fallback and models.site is not None and scored < calibration.min_ham:
+            return scored, spam_cutoff(scores.histogram(models.site), calibration)
+        return scored, spam_cutoff(histogram, calibration)
 
     def ham_scored(self, tx: Transaction, scope: str, log_odds: float | None) -> int | None:
         """A new ham message of ``scope`` scored ``log_odds`` before it was learned: the bin

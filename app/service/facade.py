@@ -142,11 +142,9 @@ class SpamFilter:
         """Learned messages and tokens per label, and the vocabulary size, of the site-wide
         model or of ``user``'s own model."""
         models = self.models(user)
-        cutoffs = self._judge.cutoffs
         with self._store.transaction(write=False) as tx:
             totals = tx.totals(models.own)
-            scored = cutoffs.scored(tx, models.own)
-            spam_cut = cutoffs.spam_cutoff(tx, models)
+            scored, spam_cut = self._judge.cutoffs.state(tx, models)
         labels = {
             label: LabelSummary(totals.of(label).messages, totals.of(label).occurrences)
             for label in LABELS
