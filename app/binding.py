@@ -1,4 +1,6 @@
-"""Listening addresses: which are loopback, and the rule for binding a public one.
+"""Listening addresses: which are loopback, the rule for binding a public one, and the
+milter's socket notation (``inet:PORT@HOST``), which the milter listens on and the console
+probes.
 
 Standard library only, so every command can check its address without importing the
 service or the database layer.
@@ -7,6 +9,8 @@ service or the database layer.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
+from typing import Literal
 
 from app.errors import ConfigurationError
 from app.settings import Settings
@@ -48,3 +52,41 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+_SOCKET_FORMS = "inet:PORT@HOST, inet6:PORT@HOST, unix:PATH or local:PATH"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where to listen: a TCP host and port, or a unix socket path."""
+
+    kind: Literal["inet", "unix"]
+    host: str = ""
+    port: int = 0
+    path: str = ""
+
+    def describe(self) -> str:
+        """The endpoint in libmilter's notation."""
+        if self.kind == "unix":
+            return f"unix:{self.path}"
+        family = "inet6" if ":" in self.host else "inet"
+        return f"{family}:{self.port}@{self.host}"
+
+
+def parse_socket(spec: str) -> Endpoint:
+    """An Endpoint from ``inet:PORT@HOST`` and the other libmilter forms (a bare absolute
+    path is a unix socket, as in libmilter); raises ConfigurationError."""
+    kind, sep, rest = spec.strip().partition(":")
+    if not sep and spec.startswith("/"):
+        return Endpoint("unix", path=spec)
+    kind = kind.lower()
+    if kind in ("unix", "local") and rest:
+        return Endpoint("unix", path=rest)
+    if kind in ("inet", "inet6") and rest:
+        port_text, _, host = rest.partition("@")
+        if port_text.isdigit() and int(port_text) <= 65535:
+            default_host = "::" if kind == "inet6" else "0.0.0.0"
+            return Endpoint("inet", host=host.strip("[]") or default_host, port=int(port_text))
+    hint = " (Postfix's inet:HOST:PORT is inet:PORT@HOST here)" if rest.count(":") == 1 else ""
+    raise ConfigurationError(f"milter socket {spec!r}: expected {_SOCKET_FORMS}{hint}")

@@ -39,12 +39,17 @@ def normalise_user(value: str | None) -> str | None:
     return name
 
 
+def users_prefix(base: str) -> str:
+    """What every user's scope under ``base`` starts with."""
+    return f"{base}{USER_MARK}"
+
+
 def user_scope(base: str, user: str) -> str:
     """The scope holding ``user``'s counts (``user`` already normalised)."""
-    return f"{base}{USER_MARK}{user}"
+    return users_prefix(base) + user
 
 
 def user_of(base: str, scope: str) -> str | None:
     """The user whose scope ``scope`` is, under ``base``; None for any other scope."""
-    prefix = f"{base}{USER_MARK}"
+    prefix = users_prefix(base)
     return scope[len(prefix) :] if scope.startswith(prefix) else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.labels import LABELS
-from app.domain.users import user_scope
+from app.domain.users import users_prefix
 from app.errors import UnknownUser
 from app.service.results import Stats
 from app.service.scoping import models_for
@@ -51,7 +51,7 @@ class Accounts:
 
     def users(self) -> list[UserSummary]:
         """Every user with a model of their own, by name (one query however many)."""
-        prefix = user_scope(self._settings.scope, "")
+        prefix = users_prefix(self._settings.scope)
         with self._store.transaction(write=False) as tx:
             scopes = tx.scopes_under(prefix)
         return [

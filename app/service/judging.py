@@ -159,11 +159,7 @@ class Judge:
         names = analysed.names()
         ids = list(names)
         own = tx.counts(models.own, ids)
-        if (
-            site is not None
-            and models.site is not None
-            and self._settings.model.kind != "bernoulli"
-        ):
+        if site is not None and models.site is not None:
             site_counts = tx.counts(models.site, ids)
             own_evidence = self._evidence(analysed, names, own)
             site_evidence = self._evidence(analysed, names, site_counts)
@@ -187,8 +183,13 @@ class Judge:
         return all(totals.of(label).messages >= needed for label in LABELS)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
-        """The site-wide totals a user's model falls back on; None without a fallback."""
-        if models.site is None or self._settings.users.fallback_strength <= 0:
+        """The site-wide totals a user's model falls back on; None without a fallback (a
+        Bernoulli model is never blended)."""
+        if (
+            models.site is None
+            or self._settings.users.fallback_strength <= 0
+            or self._settings.model.kind == "bernoulli"
+        ):
             return None
         return tx.totals(models.site)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from app.domain.users import USER_MARK, user_of, user_scope
+from app.domain.users import user_of, user_scope, users_prefix
 from app.errors import InvalidDataFile, TransferRefused
 from app.service.scoping import models_for
 from app.service.transfer_format import (
@@ -82,7 +82,7 @@ class Transfer:
             if user is not None:
                 users: list[str | None] = [models_for(self._settings, user).user]
             else:
-                found = (user_of(base, s) for s in rows.scopes_under(f"{base}{USER_MARK}"))
+                found = (user_of(base, s) for s in rows.scopes_under(users_prefix(base)))
                 users = [None, *([] if site_only else sorted(u for u in found if u))]
             for name in users:
                 _export_model(rows, writer, self._scope(name), name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, select, update
 
 from app.storage.tables import (
-    ham_score,
+    SCOPED_TABLES,
     label_total,
     learned_message,
     model_scope,
@@ -74,11 +74,11 @@ def drop_scope(conn: Connection, scope_id: int) -> DroppedScope:
     """
     scope = model_scope.c.id == scope_id
     conn.execute(update(model_scope).where(scope).values(generation=model_scope.c.generation + 1))
-    tokens = conn.execute(delete(token_count).where(token_count.c.scope_id == scope_id)).rowcount
-    conn.execute(delete(label_total).where(label_total.c.scope_id == scope_id))
-    conn.execute(delete(ham_score).where(ham_score.c.scope_id == scope_id))
-    messages = conn.execute(
-        delete(learned_message).where(learned_message.c.scope_id == scope_id)
-    ).rowcount
+    deleted = {
+        table.name: conn.execute(delete(table).where(table.c.scope_id == scope_id)).rowcount
+        for table in SCOPED_TABLES
+    }
     conn.execute(delete(model_scope).where(scope))
-    return DroppedScope(messages=int(messages), tokens=int(tokens))
+    return DroppedScope(
+        messages=int(deleted[learned_message.name]), tokens=int(deleted[token_count.name])
+    )

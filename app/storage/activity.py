@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Connection, delete, func, select, text, update
 
+from app.storage import dialect
 from app.storage.tables import (
     ACTIVITY_TEXT,
     LATENCY_BUCKETS,
@@ -21,7 +22,6 @@ from app.storage.tables import (
 )
 
 _LATENCY = [activity_minute.c[f"lat_{i}"] for i in range(LATENCY_BUCKETS)]
-_KEY = ("minute", "source", "adapter", "action", "outcome")
 
 
 @dataclass(slots=True)
@@ -164,34 +164,13 @@ class Activity:
         )
 
     def add_minutes(self, source: str, rows: Sequence[MinuteRow]) -> None:
-        """Add ``rows`` to this source's per-minute counts."""
-        if not rows:
-            return
-        table = activity_minute
-        minutes = sorted({r.minute for r in rows})
-        found = self._conn.execute(
-            select(table.c.minute, table.c.adapter, table.c.action, table.c.outcome).where(
-                table.c.source == source, table.c.minute.in_(minutes)
-            )
+        """Add ``rows`` (one per minute, adapter, action and outcome) to this source's
+        per-minute counts."""
+        values = sorted(
+            ({**_minute_key(r, source), **_minute_values(r)} for r in rows),
+            key=lambda row: (row["minute"], row["adapter"], row["action"], row["outcome"]),
         )
-        existing = {tuple(row) for row in found}
-        fresh = []
-        for r in rows:
-            if (r.minute, r.adapter, r.action, r.outcome) not in existing:
-                fresh.append({**_minute_values(r), **_minute_key(r, source)})
-                continue
-            key = _minute_key(r, source)
-            self._conn.execute(
-                update(table)
-                .where(*(table.c[name] == key[name] for name in _KEY))
-                .values(
-                    count=table.c.count + r.count,
-                    ms_total=table.c.ms_total + r.ms_total,
-                    **{c.name: c + n for c, n in zip(_LATENCY, r.latency, strict=True)},
-                )
-            )
-        if fresh:
-            self._conn.execute(table.insert(), fresh)
+        dialect.increment(self._conn, activity_minute, values)
 
     def minutes(self, since: int, width: int) -> list[MinuteRow]:
         """Counts from minute ``since`` on, summed over sources into periods of ``width``

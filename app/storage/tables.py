@@ -127,6 +127,9 @@ ham_score = Table(
     sqlite_with_rowid=False,
 )
 
+# Every table with rows of one scope (``scope_id``): what deleting or replacing a model empties.
+SCOPED_TABLES = (token_count, label_total, learned_message, ham_score)
+
 
 # The console's activity (see ``app.storage.activity``): recent verdicts, and per-minute counts
 # written by each process (``source``) into rows of its own, so daemons never contend for one.

@@ -23,6 +23,7 @@ from app.domain.labels import LABELS
 from app.storage import dialect
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
+    SCOPED_TABLES,
     all_label_columns,
     ham_score,
     label_total,
@@ -76,7 +77,7 @@ class ModelRows:
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return False
-        for table in (token_count, label_total, learned_message, ham_score):
+        for table in SCOPED_TABLES:
             query = select(table.c.scope_id).where(table.c.scope_id == scope_id).limit(1)
             if self._conn.execute(query).first() is not None:
                 return True
@@ -159,7 +160,7 @@ class ModelRows:
         and learned messages."""
         scope_id = self._scopes.changing(scope)
         if replace:
-            for table in (token_count, label_total, learned_message, ham_score):
+            for table in SCOPED_TABLES:
                 self._conn.execute(delete(table).where(table.c.scope_id == scope_id))
 
     def add_totals(self, scope: str, rows: Sequence[tuple[str, int, int, int]]) -> None:

@@ -41,8 +41,6 @@ import signal
 import socket
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
 
 from app.adapters.milter.protocol import (
     Command,
@@ -53,7 +51,7 @@ from app.adapters.milter.protocol import (
 from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Session
 from app.admission import BodyBudget, in_thread
-from app.binding import check_open_listener
+from app.binding import Endpoint, check_open_listener, parse_socket
 from app.bootstrap import daemon_service, migrate_database
 from app.errors import (
     ConfigurationError,
@@ -68,42 +66,6 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
-_SOCKET_FORMS = "inet:PORT@HOST, inet6:PORT@HOST, unix:PATH or local:PATH"
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where to listen: a TCP host and port, or a unix socket path."""
-
-    kind: Literal["inet", "unix"]
-    host: str = ""
-    port: int = 0
-    path: str = ""
-
-    def describe(self) -> str:
-        """The endpoint in libmilter's notation."""
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        family = "inet6" if ":" in self.host else "inet"
-        return f"{family}:{self.port}@{self.host}"
-
-
-def parse_socket(spec: str) -> Endpoint:
-    """An Endpoint from ``inet:PORT@HOST`` and the other libmilter forms (a bare absolute
-    path is a unix socket, as in libmilter); raises ConfigurationError."""
-    kind, sep, rest = spec.strip().partition(":")
-    if not sep and spec.startswith("/"):
-        return Endpoint("unix", path=spec)
-    kind = kind.lower()
-    if kind in ("unix", "local") and rest:
-        return Endpoint("unix", path=rest)
-    if kind in ("inet", "inet6") and rest:
-        port_text, _, host = rest.partition("@")
-        if port_text.isdigit() and int(port_text) <= 65535:
-            default_host = "::" if kind == "inet6" else "0.0.0.0"
-            return Endpoint("inet", host=host.strip("[]") or default_host, port=int(port_text))
-    hint = " (Postfix's inet:HOST:PORT is inet:PORT@HOST here)" if rest.count(":") == 1 else ""
-    raise ConfigurationError(f"milter socket {spec!r}: expected {_SOCKET_FORMS}{hint}")
 
 
 def check_bind(endpoint: Endpoint, allow_public_bind: bool) -> None:

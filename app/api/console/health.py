@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
+from app.binding import parse_socket
+from app.errors import ConfigurationError
 from app.settings import Settings
 
 TIMEOUT = 0.5
@@ -63,20 +65,20 @@ def probe_spamd(host: str, port: int) -> Health:
 
 
 def probe_milter(spec: str) -> Health:
-    """Connect to the milter's socket (``inet:PORT@HOST``, ``inet6:PORT@HOST``, ``unix:PATH``)."""
-    kind, _, rest = spec.partition(":")
+    """Connect to the milter's socket (``inet:PORT@HOST``, ``inet6:PORT@HOST``, ``unix:PATH``,
+    read as the milter reads it)."""
     try:
-        if kind in ("unix", "local"):
+        endpoint = parse_socket(spec)
+        if endpoint.kind == "unix":
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(TIMEOUT)
-                conn.connect(rest)
+                conn.connect(endpoint.path)
         else:
-            port_text, _, host = rest.partition("@")
-            host = WILDCARDS.get(host, host or "127.0.0.1")
-            with socket.create_connection((host, int(port_text)), TIMEOUT):
+            host = WILDCARDS.get(endpoint.host, endpoint.host)
+            with socket.create_connection((host, endpoint.port), TIMEOUT):
                 pass
     except (ConnectionRefusedError, FileNotFoundError):
         return Health("milter", spec, "not running", "nothing listens there")
-    except (OSError, ValueError) as error:
+    except (OSError, ConfigurationError) as error:
         return Health("milter", spec, "not answering", str(error) or type(error).__name__)
     return Health("milter", spec, "running", "accepts connections")

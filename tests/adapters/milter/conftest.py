@@ -27,8 +27,9 @@ from typing import Any
 
 import pytest
 
-from app.adapters.milter.server import MilterServer, parse_socket
+from app.adapters.milter.server import MilterServer
 from app.admission import BodyBudget
+from app.binding import parse_socket
 from app.service import SpamFilter
 from app.settings import Settings
 from tests.adapters.peers import require_program

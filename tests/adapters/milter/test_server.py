@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from app.adapters.milter.server import Endpoint, check_bind, parse_socket
+from app.adapters.milter.server import check_bind
+from app.binding import Endpoint, parse_socket
 from app.cli import cli
 from app.errors import ConfigurationError, StorageUnavailable
 from app.evaluation.hostile import shape
