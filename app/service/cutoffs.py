@@ -12,7 +12,7 @@ model's). Without calibration the cut-off is ``spam_log_odds``.
 
 from __future__ import annotations
 
-from app.domain.cutoff import Calibration, spam_cutoff
+from app.domain.cutoff import Calibration, score_bin, spam_cutoff
 from app.service.scoping import Models
 from app.settings import Settings
 from app.storage.store import Transaction
@@ -60,11 +60,11 @@ class CutOffs:
             return scored, spam_cutoff(scores.histogram(models.site), calibration)
         return scored, spam_cutoff(histogram, calibration)
 
-    def ham_scored(self, tx: Transaction, scope: str, log_odds: float | None) -> int | None:
-        """A new ham message of ``scope`` scored ``log_odds`` before it was learned: the bin
-        it went to, which the message's record keeps so that forgetting or relabelling it
-        takes the score back out. None, and nothing recorded, without calibration or when
-        the model could not score it yet."""
+    def ham_bin(self, log_odds: float | None) -> int | None:
+        """The histogram bin a new ham message that scored ``log_odds`` before it was
+        learned goes to (the learner adds it, and the message's record keeps it so that
+        forgetting or relabelling the message takes the score back out); None without
+        calibration or when the model could not score it yet."""
         if self._calibration is None or log_odds is None:
             return None
-        return tx.ham_scores().add(scope, log_odds)
+        return score_bin(log_odds)

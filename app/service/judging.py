@@ -93,11 +93,9 @@ class Judge:
             max_html_depth=limits.max_html_depth,
         )
         self._mime_limits = MimeLimits(limits.max_mime_depth, limits.max_mime_parts)
-        self.thresholds = Thresholds(
-            ham=settings.decision.ham_log_odds,
-            spam=settings.decision.spam_log_odds,
-            min_messages=settings.decision.min_messages,
-        )
+        # The spam cut-off is chosen per verdict (``cutoffs``); these are fixed.
+        self._ham_cutoff = settings.decision.ham_log_odds
+        self.min_messages = settings.decision.min_messages
         self.cutoffs = CutOffs(settings)
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
@@ -179,7 +177,7 @@ class Judge:
 
     def _has_own_verdicts(self, totals: ModelTotals) -> bool:
         """Whether a user's own model has learned enough of every label to give verdicts."""
-        needed = max(self.thresholds.min_messages, 1)
+        needed = max(self.min_messages, 1)
         return all(totals.of(label).messages >= needed for label in LABELS)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
@@ -324,7 +322,7 @@ class Judge:
             posteriors = scored.log_posteriors
             log_odds = scored.log_odds(Label.SPAM, Label.HAM)
             found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
-        thresholds = Thresholds(self.thresholds.ham, spam_cut, self.thresholds.min_messages)
+        thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, learned, thresholds)
         return Classification(
             verdict=decision.verdict,

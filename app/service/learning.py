@@ -82,15 +82,17 @@ class Trainer:
         if record is None:
             learn, ham_bin = self._judge_new(tx, models, analysed, target)
             if not learn:
+                if ham_bin is not None:
+                    tx.ham_scores().add(scope, ham_bin)
                 return Outcome.SKIPPED
             bag = analysed.bag()
             if tx.claim(scope, analysed.digest, target, bag, ham_bin):
                 tx.add(scope, target, bag, vocabulary=True)
+                if ham_bin is not None:
+                    tx.ham_scores().add(scope, ham_bin)
                 return Outcome.LEARNED
             # Another writer claimed the digest first (and scored it): go on from what it
             # learned.
-            if ham_bin is not None:
-                tx.ham_scores().remove(scope, ham_bin)
             record = tx.learned(scope, analysed.digest)
             if record is None:
                 return Outcome.UNCHANGED
@@ -115,7 +117,7 @@ class Trainer:
     ) -> tuple[bool, int | None]:
         """Score a message new to the model before it is learned: whether to learn it (under
         thick training, whether it is wrong or close enough), and for ham the bin of the
-        model's ham scores its score went to (``cutoffs``; None when nothing was recorded)."""
+        model's ham scores its score belongs in (``cutoffs``; None when it is not kept)."""
         cutoffs = self._judge.cutoffs
         thick = self._settings.training_mode != "everything"
         if not thick and not (label == Label.HAM and cutoffs.calibrated):
@@ -123,10 +125,10 @@ class Trainer:
         judged = self._judge.evaluate(tx, models, analysed)
         scored, learned = judged.scored, judged.learned
         log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
-        ham_bin = cutoffs.ham_scored(tx, models.own, log_odds) if label == Label.HAM else None
+        ham_bin = cutoffs.ham_bin(log_odds) if label == Label.HAM else None
         if not thick:
             return True, ham_bin
-        margin, needed = self._settings.training_margin, self._judge.thresholds.min_messages
+        margin, needed = self._settings.training_margin, self._judge.min_messages
         learn = worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
         return learn, ham_bin
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from app.domain.users import user_of
 from app.service.scoping import models_for
 from app.settings import Settings
 from app.storage.expiry import ExpiryReport
+from app.storage.repository import today
 from app.storage.store import Store
 
 __all__ = ["CAP_SLACK", "ExpiryLimits", "ExpiryReport", "Upkeep"]
@@ -40,11 +40,6 @@ class ExpiryLimits:
 
     max_tokens: int
     max_age_days: int
-
-
-def today() -> int:
-    """Days since 1970-01-01 UTC, the unit of ``token_count.seen_day``."""
-    return int(time.time() // 86_400)
 
 
 class Upkeep:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete, func, select, update
 
-from app.domain.cutoff import BINS, HALVE_AT, score_bin
+from app.domain.cutoff import BINS, HALVE_AT
 from app.storage import dialect
 from app.storage.scopes import ScopeIds
 from app.storage.tables import ham_score
@@ -32,11 +32,10 @@ class HamScores:
                 counts[index] = int(ham)
         return counts
 
-    def add(self, scope: str, log_odds: float) -> int:
-        """One ham message more that scored ``log_odds`` before it was learned; its bin.
-        Past ``HALVE_AT`` scores every bin of the scope is halved."""
+    def add(self, scope: str, index: int) -> None:
+        """One ham score more in bin ``index``; past ``HALVE_AT`` scores every bin of the
+        scope is halved."""
         scope_id = self._scopes.changing(scope)
-        index = score_bin(log_odds)
         row = {"scope_id": scope_id, "bin": index, "ham": 1}
         dialect.increment(self._conn, ham_score, [row])
         total = self._conn.execute(
@@ -49,7 +48,6 @@ class HamScores:
                 .values(ham=ham_score.c.ham / 2)
             )
             self._drop_empty(scope_id)
-        return index
 
     def remove(self, scope: str, index: int) -> None:
         """Take one score out of bin ``index`` (a forgotten or relabelled ham message); a bin

@@ -263,7 +263,7 @@ class Transaction:
             if lc.label != label
             for column in (lc.messages, lc.occurrences)
         ]
-        day = _today()
+        day = today()
         rows = [
             {
                 "scope_id": scope_id,
@@ -377,6 +377,7 @@ class Transaction:
         return accounts.drop_scope(self._conn, scope_id)
 
 
-def _today() -> int:
-    """Days since 1970-01-01 UTC: the ``seen_day`` of rows a learn adds to."""
+def today() -> int:
+    """Days since 1970-01-01 UTC: the unit of ``token_count.seen_day``, which a learn sets
+    and expiry by age compares."""
     return int(time.time() // 86_400)
