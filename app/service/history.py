@@ -30,7 +30,9 @@ from app.storage.tables import LATENCY_BUCKETS
 # the service for them and never imports storage.
 __all__ = ["Entry", "EntryFilter", "History", "MinuteRow"]
 
-# Upper bounds (ms) of the latency buckets; the last bucket has none.
+# Upper bounds (ms) of the latency buckets, the console's and Prometheus's; the last bucket
+# has none. From 1 ms to 10 s: a classify takes a few milliseconds, a cold PostgreSQL learn
+# can take a second.
 LATENCY_BOUNDS_MS = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
 assert len(LATENCY_BOUNDS_MS) + 1 == LATENCY_BUCKETS
 

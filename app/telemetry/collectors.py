@@ -11,10 +11,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from app.service.events import Event
+from app.service.history import LATENCY_BOUNDS_MS
 
-# From 1 ms to 10 s: a cached classify takes about a millisecond, a cold PostgreSQL learn
-# can take a second.
-BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+# The console's latency buckets, in seconds, so that both tell the same percentiles.
+BUCKETS = tuple(ms / 1000 for ms in LATENCY_BOUNDS_MS)
 
 
 class ServiceMetrics:

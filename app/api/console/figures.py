@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from app.service.history import (
@@ -103,11 +103,6 @@ def accuracy_chart(days: Sequence[dict[str, int]]) -> Chart:
         "spam that got through": [float(d[MISSED_SPAM]) for d in days],
     }
     return _chart("Errors corrected by feedback, per day", "messages", x, series)
-
-
-def since(now: datetime, days: int) -> datetime:
-    """``days`` days before ``now``."""
-    return now - timedelta(days=days)
 
 
 def _chart(
