@@ -52,7 +52,7 @@ def build_service(
             keep_tokens=console.keep_tokens_hours > 0,
         )
         chosen.append(recorder)
-    service = SpamFilter(Store(engine), settings, chosen, adapter)
+    service = SpamFilter(Store(engine, settings.cache_tokens), settings, chosen, adapter)
     if recorder is not None:
         recorder.start()
     return service

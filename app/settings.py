@@ -393,6 +393,16 @@ class Settings(BaseSettings):
         ge=0,
         description="expire tokens not learned for this many days (0: never by age)",
     )
+    # Why 200,000: a classification read ~190 token rows from the database, 0.5 of its 2.3 ms
+    # (README, "Speed"); held, only tokens new to the process are read. An entry is ~200
+    # bytes, so the default bounds the cache near 40 MB per process, and holds the whole
+    # vocabulary of the models measured (54k-94k tokens).
+    cache_tokens: int = Field(
+        200_000,
+        ge=0,
+        description="learned token counts each process keeps in memory, checked against the "
+        "database on every read (0: none)",
+    )
     model: ModelSettings = ModelSettings()
     decision: DecisionSettings = DecisionSettings()
     tokenizer: TokenizerSettings = TokenizerSettings()

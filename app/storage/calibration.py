@@ -3,23 +3,42 @@ chosen (see ``app.domain.cutoff``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Connection, delete, func, select, update
 
 from app.domain.cutoff import BINS, HALVE_AT
 from app.storage import dialect
+from app.storage.count_cache import ModelCache
 from app.storage.scopes import ScopeIds
 from app.storage.tables import ham_score
 
 
 class HamScores:
-    """Read and add to the ham score histograms, in one transaction."""
+    """Read and add to the ham score histograms, in one transaction; ``cached`` gives the
+    cache of a model whose scope row the transaction has checked (see ``count_cache.py``)."""
 
-    def __init__(self, conn: Connection, scopes: ScopeIds) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        scopes: ScopeIds,
+        cached: Callable[[str], ModelCache | None] = lambda _scope: None,
+    ) -> None:
         self._conn = conn
         self._scopes = scopes
+        self._cached = cached
 
     def histogram(self, scope: str) -> list[int]:
         """``BINS`` counts for ``scope`` (all zero for a model that has scored no ham)."""
+        cache = self._cached(scope)
+        if cache is not None and cache.histogram is not None:
+            return list(cache.histogram)
+        counts = self._read(scope)
+        if cache is not None:
+            cache.histogram = tuple(counts)
+        return counts
+
+    def _read(self, scope: str) -> list[int]:
         counts = [0] * BINS
         scope_id = self._scopes.find(scope)
         if scope_id is None:

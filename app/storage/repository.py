@@ -23,6 +23,7 @@ from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.calibration import HamScores
 from app.storage.codec import decode_bag, encode_bag
+from app.storage.count_cache import CountCache, ModelCache
 from app.storage.expiry import Expiry
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
@@ -30,7 +31,6 @@ from app.storage.tables import (
     label_columns,
     label_total,
     learned_message,
-    model_scope,
     token_count,
 )
 from app.storage.transfer import ModelRows
@@ -82,13 +82,18 @@ class LearnedRecord:
 class Transaction:
     """Repository functions bound to one open transaction (never commits by itself).
 
-    Scope ids are looked up once per transaction and kept (see ``ScopeIds``).
+    Scope ids are looked up once per transaction and kept (see ``ScopeIds``). With a
+    ``cache``, the counts and ham scores of a model whose totals this transaction has read
+    come from it while the model's scope row is unchanged (see ``count_cache.py``), until
+    this transaction changes that model.
     """
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, cache: CountCache | None = None) -> None:
         self._conn = conn
         self._scopes = ScopeIds(conn)
         self._grown: dict[str, int] = {}
+        self._cache = cache
+        self._checked: dict[str, ModelCache] = {}
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
@@ -105,7 +110,7 @@ class Transaction:
 
     def ham_scores(self) -> HamScores:
         """The models' ham score histograms, in this transaction (see ``calibration.py``)."""
-        return HamScores(self._conn, self._scopes)
+        return HamScores(self._conn, self._scopes, self._cached)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
@@ -120,10 +125,25 @@ class Transaction:
             return None
         return None if row is None else str(row[0])
 
-    def counts(self, scope: str, token_ids: list[int]) -> dict[int, dict[str, TokenStats]]:
-        """Per-label counts for the given token ids (ids never learned, and labels a token
-        has no count in, are absent)."""
-        result: dict[int, dict[str, TokenStats]] = {}
+    def counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
+        """Per-label counts for the given token ids, in token id order (ids never learned,
+        and labels a token has no count in, are absent)."""
+        cache = self._cached(scope)
+        if cache is None or self._cache is None:
+            return self._read_counts(scope, token_ids)
+        held = cache.tokens
+        found = {tid: held.get(tid, _UNSEEN) for tid in sorted(token_ids)}
+        missing = [tid for tid, per in found.items() if per is _UNSEEN]
+        if missing:
+            read = self._read_counts(scope, missing)
+            fresh = {tid: read.get(tid) for tid in missing}
+            found.update(fresh)
+            self._cache.fill(cache, fresh)
+        return {tid: per for tid, per in found.items() if per is not None}
+
+    def _read_counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
+        """``counts`` from the database."""
+        result: dict[int, Mapping[str, TokenStats]] = {}
         scope_id = self._scopes.find(scope) if token_ids else None
         if scope_id is None:
             return result
@@ -144,6 +164,14 @@ class Transaction:
                 result[token_id] = per
         return result
 
+    def _cached(self, scope: str) -> ModelCache | None:
+        """The cache of ``scope`` if this transaction has checked it (read its totals) and
+        not changed the model since."""
+        cache = self._checked.get(scope)
+        if cache is None or self._scopes.changed(scope):
+            return None
+        return cache
+
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
         """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
         in token id order; labels without messages are absent."""
@@ -162,31 +190,23 @@ class Transaction:
                 yield per
 
     def totals(self, scope: str) -> ModelTotals:
-        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one query."""
-        query = (
-            select(
-                model_scope.c.id,
-                model_scope.c.vocabulary,
-                label_total.c.label,
-                label_total.c.messages,
-                label_total.c.occurrences,
-                label_total.c.token_messages,
-            )
-            .select_from(
-                model_scope.outerjoin(label_total, label_total.c.scope_id == model_scope.c.id)
-            )
-            .where(model_scope.c.name == scope)
-        )
-        rows = self._conn.execute(query).all()
+        """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one
+        query, which also checks what the cache holds for the scope."""
+        rows = dialect.fetch(self._conn, _TOTALS, (scope,))
         if not rows:
             return ModelTotals({}, 0)
-        self._scopes.remember(scope, rows[0].id)
+        scope_id, _created, _generation, vocabulary = rows[0][:4]
+        self._scopes.remember(scope, scope_id)
         labels = {
-            row.label: LabelStats(row.messages, row.occurrences, row.token_messages)
-            for row in rows
-            if row.label is not None
+            label: LabelStats(messages, occurrences, token_messages)
+            for *_, label, messages, occurrences, token_messages in rows
+            if label is not None
         }
-        return ModelTotals(labels, int(rows[0].vocabulary))
+        if self._cache is not None:
+            cache = self._cache.model(scope, tuple(rows))
+            if cache is not None:
+                self._checked[scope] = cache
+        return ModelTotals(labels, int(vocabulary))
 
     def learned(self, scope: str, digest: str) -> LearnedRecord | None:
         """The learned-message record, locked for update where the database supports it."""
@@ -375,6 +395,16 @@ class Transaction:
         if scope_id is None:
             return None
         return accounts.drop_scope(self._conn, scope_id)
+
+
+# A scope's row and its label totals, ordered so that the same state reads as the same rows:
+# their tuple is the key a cache checks (``count_cache.py``).
+_TOTALS = (
+    "SELECT s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
+    "t.occurrences, t.token_messages FROM model_scope s "
+    "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
+)
+_UNSEEN: Mapping[str, TokenStats] = {}  # a sentinel: not held
 
 
 def today() -> int:

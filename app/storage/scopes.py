@@ -38,6 +38,11 @@ class ScopeIds:
                 self._ids[name] = scope_id
         return scope_id
 
+    def changed(self, name: str) -> bool:
+        """Whether this transaction has changed the model ``name`` (bumped its generation)."""
+        scope_id = self._ids.get(name)
+        return scope_id is not None and scope_id in self._bumped
+
     def get_or_create(self, name: str) -> int:
         """The id of scope ``name``, its row created on the first write.
 

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.errors import StorageUnavailable
+from app.storage.count_cache import CountCache
 from app.storage.failures import is_file_fault, translate
 from app.storage.repository import (
     LabelStats,
@@ -36,6 +37,8 @@ __all__ = [
     "Transaction",
 ]
 
+# Token entries a process holds by default (see ``count_cache.py``): about 200 bytes each.
+CACHE_TOKENS = 200_000
 NOT_MIGRATED = "the database schema is not at the newest revision; run 'spamfilter db upgrade'"
 
 
@@ -46,10 +49,14 @@ class Store:
     refused, and the pool renewed, when the path no longer names the file the connections
     have open (deleted or replaced) or cannot be written; a file put back at the path is
     used again once it is at the newest schema.
+
+    Learned counts read are kept in a cache of at most ``cache_tokens`` tokens, checked
+    against the database on every read (``count_cache.py``); 0 keeps none.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, cache_tokens: int = CACHE_TOKENS) -> None:
         self._engine = engine
+        self._cache = CountCache(cache_tokens)
         self._file = database_file(engine)
         self._readonly = False
         self._file_lock = threading.Lock()
@@ -81,7 +88,7 @@ class Store:
                 try:
                     conn.execution_options(spamfilter_write=write)
                     with conn.begin():
-                        yield Transaction(conn)
+                        yield Transaction(conn, self._cache)
                 finally:
                     if generation != self._generation:
                         conn.invalidate()
@@ -129,6 +136,7 @@ class Store:
     def _renew_pool(self) -> None:
         """Close the pooled connections; those in use are closed when their work ends."""
         self._generation += 1
+        self._cache.forget()  # the file may be another one now
         self._engine.dispose()
 
     def _check_file(self) -> None:

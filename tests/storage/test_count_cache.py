@@ -1,0 +1,179 @@
+"""The cache of learned counts: what a cached read answers is what the database holds,
+whichever process wrote it; it spares the queries it should; it stays bounded.
+
+Two ``Store`` objects on two engines stand for two processes on one database: one (the
+reader) reads and caches, the other writes, and after every kind of write the reader's next
+read must equal a read with no cache at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from app.storage.count_cache import CountCache
+from app.storage.engine import make_engine
+from app.storage.store import ModelTotals, Store, TokenStats
+
+IDS = list(range(1, 13))
+Read = tuple[ModelTotals, dict[int, Any], list[int]]
+
+
+@pytest.fixture
+def url(engine: sa.Engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def writer(engine: sa.Engine) -> Store:
+    return Store(engine, cache_tokens=0)
+
+
+@pytest.fixture
+def reader(url: str) -> Iterator[Store]:
+    other = make_engine(url)
+    yield Store(other)
+    other.dispose()
+
+
+def read(store: Store, scope: str = "s", ids: list[int] = IDS) -> Read:
+    with store.transaction(write=False) as tx:
+        totals = tx.totals(scope)
+        counts = tx.counts(scope, ids)
+        histogram = tx.ham_scores().histogram(scope)
+    return totals, {tid: dict(per) for tid, per in counts.items()}, histogram
+
+
+def learn(store: Store, label: str, bag: dict[int, int], scope: str = "s") -> None:
+    with store.transaction(write=True) as tx:
+        tx.add(scope, label, bag, vocabulary=True)
+
+
+def count_queries(engine: sa.Engine) -> list[str]:
+    """Every statement that reads ``token_count`` on ``engine`` from now on."""
+    seen: list[str] = []
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def _note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "FROM token_count" in statement:
+            seen.append(statement)
+
+    return seen
+
+
+def test_every_kind_of_write_by_another_process_is_read_next_time(
+    writer: Store, reader: Store
+) -> None:
+    def check() -> None:
+        assert read(reader) == read(writer)  # the writer's store caches nothing
+
+    learn(writer, "spam", {1: 2, 2: 1, 3: 1})
+    learn(writer, "ham", {3: 1, 4: 5})
+    check()
+    read(reader)  # cached now
+    learn(writer, "spam", {1: 1, 5: 1})  # counts of a cached token, and a new token
+    check()
+    with writer.transaction(write=True) as tx:  # a forget
+        tx.subtract("s", "spam", {1: 1, 5: 1}, vocabulary=True)
+    check()
+    with writer.transaction(write=True) as tx:  # a relabel
+        tx.subtract("s", "ham", {3: 1, 4: 5}, vocabulary=False)
+        tx.add("s", "spam", {3: 1, 4: 5}, vocabulary=False)
+    check()
+    with writer.transaction(write=True) as tx:  # a ham score alone (thick training's skip)
+        tx.ham_scores().add("s", 3)
+    check()
+    with writer.transaction(write=True) as tx:  # expiry down to two tokens
+        tx.expiry().expire("s", 20_000, 0, 2, dry_run=False)
+    check()
+    with writer.transaction(write=True) as tx:  # the model deleted ...
+        tx.drop_scope("s")
+    check()
+    learn(writer, "ham", {1: 7, 2: 7})  # ... and made again under the same name
+    check()
+    assert read(reader)[1] == {
+        1: {"ham": TokenStats(7, 1)},
+        2: {"ham": TokenStats(7, 1)},
+    }
+
+
+def test_a_cached_read_queries_no_token_it_has_seen(writer: Store, reader: Store) -> None:
+    learn(writer, "spam", {1: 1, 2: 1})
+    learn(writer, "ham", {3: 1})
+    engine = reader._engine  # the reader's own engine: its statements only
+    queries = count_queries(engine)
+    first = read(reader)
+    assert len(queries) == 1
+    assert read(reader) == first
+    assert len(queries) == 1  # every id held, learned or absent
+    read(reader, ids=[*IDS, 99])
+    assert len(queries) == 2  # only the new id is asked for
+    assert "json_each" in queries[-1] or "ANY" in queries[-1]
+    learn(writer, "spam", {99: 1})
+    assert read(reader, ids=[*IDS, 99])[1][99] == {"spam": TokenStats(1, 1)}
+    assert len(queries) == 3  # another generation: read again
+
+
+def test_a_transaction_reads_its_own_changes(reader: Store) -> None:
+    learn(reader, "spam", {1: 1})
+    learn(reader, "ham", {2: 1})
+    read(reader)  # cached
+    with reader.transaction(write=True) as tx:
+        tx.totals("s")
+        assert tx.counts("s", [1]) == {1: {"spam": TokenStats(1, 1)}}
+        tx.add("s", "spam", {1: 2}, vocabulary=True)
+        assert tx.counts("s", [1]) == {1: {"spam": TokenStats(3, 2)}}
+    assert read(reader)[1][1] == {"spam": TokenStats(3, 2)}
+
+
+def test_a_rolled_back_write_leaves_what_is_cached_true(writer: Store, reader: Store) -> None:
+    learn(writer, "spam", {1: 1})
+    learn(writer, "ham", {2: 1})
+    before = read(reader)
+
+    class Abandon(Exception):
+        pass
+
+    with pytest.raises(Abandon), reader.transaction(write=True) as tx:
+        tx.totals("s")
+        tx.add("s", "spam", {1: 5}, vocabulary=True)
+        tx.counts("s", [1])
+        raise Abandon
+    assert read(reader) == before == read(writer)
+
+
+def test_held_tokens_stay_within_the_bound() -> None:
+    cache = CountCache(max_tokens=10)
+    first = cache.model("a", key=1)
+    assert first is not None
+    cache.fill(first, {i: None for i in range(8)})
+    second = cache.model("b", key=1)
+    assert second is not None
+    cache.fill(second, {i: None for i in range(5)})  # 13 > 10: all dropped first
+    assert len(second.tokens) == 5
+    assert cache.model("a", key=1) is not first  # "a" was dropped with the rest
+    cache.fill(second, {i: None for i in range(11, 30)})  # more than the whole bound
+    assert len(second.tokens) == 5  # not held at all
+
+
+def test_a_changed_key_drops_what_was_held() -> None:
+    cache = CountCache(max_tokens=100)
+    held = cache.model("a", key=("row", 1))
+    assert held is not None
+    cache.fill(held, {1: None})
+    assert cache.model("a", key=("row", 1)) is held
+    fresh = cache.model("a", key=("row", 2))
+    assert fresh is not held and fresh is not None and not fresh.tokens
+    cache.fill(held, {2: None})  # a late fill of the old key is not kept
+    assert not fresh.tokens
+
+
+def test_no_cache_reads_the_database_every_time(writer: Store, engine: sa.Engine) -> None:
+    learn(writer, "spam", {1: 1})
+    queries = count_queries(engine)
+    read(writer)
+    read(writer)
+    assert len(queries) == 2
