@@ -80,9 +80,16 @@ def spam_cutoff(histogram: Sequence[int], calibration: Calibration) -> float:
         raise ValueError(f"a score histogram has {BINS} bins, not {len(histogram)}")
     allowed = calibration.ham_rate * scored
     candidates = [floor, *(i * STEP for i in range(BINS) if floor < i * STEP < ceiling), ceiling]
+    # above[i]: the scores in bins i and up. Bin tops rise with i, so the bins that hold any
+    # score above a cut-off (their upper edge is above it) are those from the first such bin
+    # on; candidates rise too, so that bin is found in one pass (O(BINS), not per candidate).
+    above = [0] * (BINS + 1)
+    for index in range(BINS - 1, -1, -1):
+        above[index] = above[index + 1] + histogram[index]
+    first = 0
     for cut in candidates:
-        # Every bin that holds any score above ``cut``: its upper edge is above it.
-        above = sum(count for index, count in enumerate(histogram) if _bin_top(index) > cut)
-        if above <= allowed:
+        while first < BINS and not _bin_top(first) > cut:
+            first += 1
+        if above[first] <= allowed:
             return cut
     return ceiling

@@ -82,7 +82,7 @@ def test_a_floor_above_the_ceiling_is_a_fixed_cut_off() -> None:
     assert spam_cutoff([], calibration) == 25.0
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(40))
 def test_matches_the_rule_written_out(seed: int) -> None:
     import random
 
@@ -90,8 +90,12 @@ def test_matches_the_rule_written_out(seed: int) -> None:
     scores = [rng.gauss(-30, 15) for _ in range(rng.randrange(500, 3000))]
     scores += [rng.uniform(0, 45) for _ in range(rng.randrange(0, 8))]
     rate = rng.choice([0.001, 0.002, 0.005])
+    # Floors and ceilings on and off the bin edges, up to beyond the last bin.
     calibration = Calibration(
-        floor=rng.choice([6.0, 8.0]), ceiling=18.0, ham_rate=rate, min_ham=500
+        floor=rng.choice([0.0, 5.3, 6.0, 7.75, 8.0]),
+        ceiling=rng.choice([12.2, 15.0, 18.0, 40.0, 45.5]),
+        ham_rate=rate,
+        min_ham=500,
     )
     assert spam_cutoff(histogram_of(scores), calibration) == exact_cutoff(scores, calibration)
 
