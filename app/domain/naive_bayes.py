@@ -36,17 +36,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 NEG_INF = float("-inf")
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(NamedTuple):
     """One token of the message being scored, with what the model learned about it.
 
     ``in_message`` is how often the token counts in this message (1 under presence
     counting); ``counts`` maps each label to the learned count for the token (occurrences
-    or messages, matching how the class totals were counted).
+    or messages, matching how the class totals were counted). A named tuple: a message
+    makes hundreds, and a frozen dataclass took three times as long to build.
     """
 
     token: str
@@ -145,12 +146,19 @@ def multinomial(
     if distinct is not None:
         evidence = distinct_evidence(evidence, distinct, group)
     contributions: dict[str, dict[str, float]] = {}
+    # smoothed_log_prob inlined, its denominator's log taken once per label: the same
+    # operations in the same order (so the same floating-point values), a third of the time.
+    denominators = [(label, t.tokens + alpha * vocabulary) for label, t in totals.items()]
+    logs = [(label, _log_or_none(d), d) for label, d in denominators]
     for item in evidence:
-        contributions[item.token] = {
-            label: item.in_message
-            * smoothed_log_prob(item.counts.get(label, 0), t.tokens, alpha, vocabulary)
-            for label, t in totals.items()
-        }
+        n, counts, per = item.in_message, item.counts, {}
+        for label, log_d, d in logs:
+            numerator = counts.get(label, 0) + alpha
+            if numerator <= 0:
+                per[label] = n * NEG_INF
+            else:
+                per[label] = n * (math.log(numerator) - (math.log(d) if log_d is None else log_d))
+        contributions[item.token] = per
     if top is not None:
         contributions = most_decisive(contributions, top, group)
         if floor is not None:
@@ -160,6 +168,11 @@ def multinomial(
         for label, value in per_label.items():
             log_joint[label] += value
     return Scored(log_joint, normalise(log_joint), contributions)
+
+
+def _log_or_none(value: float) -> float | None:
+    """log(value), or None where math.log would raise (left to raise where it is used)."""
+    return math.log(value) if value > 0 else None
 
 
 def distinct_evidence(
