@@ -88,6 +88,10 @@ class Bulk:
     learn: Batch
     classify: Batch
     db_bytes: int | None = None
+    # The classified messages scored again with no cache of counts (the plain path): how
+    # many, and how many of their log-odds differed at all from the timed run's.
+    checked: int = 0
+    differing: int = 0
 
 
 def time_learn(

@@ -59,6 +59,7 @@ def bulk_json(bulk: Bulk) -> dict[str, Any]:
         "learn": batch_json(bulk.learn),
         "classify": batch_json(bulk.classify),
         "db_bytes": bulk.db_bytes,
+        "plain_check": {"checked": bulk.checked, "differing": bulk.differing},
     }
 
 
@@ -156,6 +157,7 @@ def _bulk_figures(backend: str, bulk: Mapping[str, Any], bogo: Any) -> list[Figu
             f"<= {CLASSIFY_RATIO:g}x bogofilter",
             None if ratio is None else ratio <= CLASSIFY_RATIO,
         ),
+        _plain_figure(backend, bulk.get("plain_check")),
         Figure(
             f"db.{backend}",
             f"database size, {backend}",
@@ -166,6 +168,22 @@ def _bulk_figures(backend: str, bulk: Mapping[str, Any], bogo: Any) -> list[Figu
             None if size is None or not their_size else size <= their_size,
         ),
     ]
+
+
+def _plain_figure(backend: str, check: Mapping[str, Any] | None) -> Figure:
+    """Speed must not change a score: the classified half scored again with no cache."""
+    checked = differing = None
+    if check:
+        checked, differing = check["checked"], check["differing"]
+    return Figure(
+        f"plain_check.{backend}",
+        f"scores vs uncached path, {backend}",
+        differing,
+        "messages",
+        "(not checked)" if checked is None else f"{checked - differing:,} of {checked:,} identical",
+        "every log-odds identical",
+        None if checked is None else differing == 0,
+    )
 
 
 def _bogofilter_figures(bogo: Mapping[str, Any]) -> list[Figure]:

@@ -169,18 +169,34 @@ def _version() -> str:
 
 def _bulk(work: _Work, backend: str) -> Bulk:
     with _database(work, backend, trained=False) as url:
+        scores: list[float] = []
         service = _service(work.plan.settings, url)
         try:
             work.progress(f"{backend}: learning {len(work.split.train)} messages")
             learned = time_learn(work.split.train, lambda raw, label: _learn(service, raw, label))
             work.progress(f"{backend}: classifying {len(work.split.test)} messages")
-            classified = time_classify(work.split.test, lambda raw: _verdict(service, raw))
+            classified = time_classify(work.split.test, lambda raw: _verdict(service, raw, scores))
         finally:
             service.close()  # SQLite folds its write-ahead log into the file on the last close
         size = _sqlite_bytes(url) if backend == "sqlite" else scratch_schema.schema_bytes(url)
         if backend == "sqlite":
             shutil.copy(_sqlite_path(url), work.folder / "trained.db")
-        return Bulk(learned, classified, size)
+        work.progress(f"{backend}: scoring the same messages again with no cache")
+        differing = _plain_differences(work, url, scores)
+        return Bulk(learned, classified, size, len(scores), differing)
+
+
+def _plain_differences(work: _Work, url: str, scores: list[float]) -> int:
+    """How many of ``scores`` (the classified half's log-odds, in order, messages that
+    failed left out) differ from the same messages scored by a service with no cache."""
+    plain_settings = work.plan.settings.model_copy(update={"cache_tokens": 0})
+    again: list[float] = []
+    service = _service(plain_settings, url)
+    try:
+        time_classify(work.split.test, lambda raw: _verdict(service, raw, again))
+    finally:
+        service.close()
+    return sum(1 for a, b in zip(scores, again, strict=True) if a != b)
 
 
 def _service(settings: Settings, url: str) -> SpamFilter:
@@ -193,8 +209,11 @@ def _learn(service: SpamFilter, raw: bytes, label: str) -> str:
     return str(service.learn(raw, label).outcome.value)
 
 
-def _verdict(service: SpamFilter, raw: bytes) -> str:
-    return str(service.classify(raw).verdict.value)
+def _verdict(service: SpamFilter, raw: bytes, scores: list[float] | None = None) -> str:
+    result = service.classify(raw)
+    if scores is not None:
+        scores.append(result.log_odds)
+    return str(result.verdict.value)
 
 
 @contextmanager

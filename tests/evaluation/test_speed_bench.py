@@ -210,11 +210,15 @@ def test_a_message_bogofilter_gives_no_line_for_is_a_failure(
     assert sum(result.classify.outcomes.values()) == len(split.test) - 1
 
 
-def _doc(*, bogo: bool = True, learn_s: float = 2.0, http_rate: float = 1200.0) -> dict[str, Any]:
+def _doc(
+    *, bogo: bool = True, learn_s: float = 2.0, http_rate: float = 1200.0, differing: int = 0
+) -> dict[str, Any]:
     bulk = Bulk(
         Batch(1000, learn_s, {"learned": 600, "skipped": 400}),
         Batch(1000, 1.0, {"spam:spam": 1000}),
         db_bytes=2_000_000,
+        checked=1000,
+        differing=differing,
     )
     load = LoadResult(16, seconds=10.0, latencies=[0.001] * 98 + [0.030, 0.040])
     load.statuses[200] = int(http_rate * 10)
@@ -250,6 +254,17 @@ def test_figures_judge_each_target() -> None:
     assert found["http.sqlite.w1.classify"].met is True
     assert found["http.sqlite.w1.classify.p99"].value == 30.0  # nearest rank of 100
     assert found["http.sqlite.w1.classify.p99"].met is False
+
+
+def test_any_score_that_differs_from_the_uncached_path_fails_the_check() -> None:
+    same = {fig.key: fig for fig in speed_report.figures(_doc())}["plain_check.sqlite"]
+    assert (same.met, same.shown) == (True, "1,000 of 1,000 identical")
+    one_off = {fig.key: fig for fig in speed_report.figures(_doc(differing=1))}
+    assert one_off["plain_check.sqlite"].met is False
+    older = _doc()
+    del older["bulk"]["sqlite"]["plain_check"]  # a result saved before the check existed
+    found = {fig.key: fig for fig in speed_report.figures(older)}["plain_check.sqlite"]
+    assert (found.met, found.shown) == (None, "(not checked)")
 
 
 def test_without_bogofilter_its_targets_are_not_judged() -> None:
