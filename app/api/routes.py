@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app.api.body import message_form, received_message
-from app.api.calls import call_service
+from app.api.calls import INLINE_BYTES, call_service, run_inline
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
 from app.api.exposure import hide_field_values
 from app.api.schemas import (
@@ -87,7 +87,8 @@ async def classify(
     """
     form = message_form(request)
     async with received_message(request) as raw:
-        result = await call_service(request, service.classify, raw, user, form=form)
+        call = run_inline if len(raw) <= INLINE_BYTES else call_service
+        result = await call(request, service.classify, raw, user, form=form)
     metrics.verdicts.labels(result.verdict.value).inc()
     shown = result if trusted else hide_field_values(result)
     return render_classification(shown, service.mail_report(shown))

@@ -96,8 +96,14 @@ def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
         counts[flag] += 1
         budget -= 1
     limit = options.max_token_length + _NAMESPACE_ALLOWANCE
+    taken: list[str] = []
+    for chunk in _token_chunks(parsed, options):
+        taken += chunk
+        if len(taken) >= budget:
+            del taken[budget:]
+            break
     # Count first, then fold: fold_long runs once per distinct token, not per occurrence.
-    for token, count in Counter(islice(_all_tokens(parsed, options), budget)).items():
+    for token, count in Counter(taken).items():
         counts[fold_long(token, limit)] += count
     return counts
 
@@ -122,15 +128,17 @@ def fold_long(token: str, limit: int) -> str:
     return f"{namespace}skip:{len(token) // 10 * 10}"
 
 
-def _all_tokens(parsed: ParsedMessage, options: TokenizerOptions) -> Iterator[str]:
-    yield from header_tokens(parsed.message, options)
-    yield from mime_tokens(parsed.parts)
+def _token_chunks(parsed: ParsedMessage, options: TokenizerOptions) -> Iterator[list[str]]:
+    """Every token of the message in order (headers, MIME structure, then each text part's
+    words and links as written), a list at a time: the caller stops at its budget after
+    the list that reaches it, so the rest of the message is never read."""
+    yield list(header_tokens(parsed.message, options))
+    yield list(mime_tokens(parsed.parts))
     for part in text_parts(parsed.parts):
         if part.content_type == "text/html":
             html = html_text_and_urls(part.text, options.max_html_depth)
-            if html.too_deep:
-                yield "meta:limit:html-depth"
-            yield from url_tokens(html.urls)
+            yield ["meta:limit:html-depth"] if html.too_deep else []
+            yield list(url_tokens(html.urls))
             text = html.text
         else:
             text = part.text
@@ -139,13 +147,10 @@ def _all_tokens(parsed: ParsedMessage, options: TokenizerOptions) -> Iterator[st
         # and links come in the order they are written, so a page of links cannot use up the
         # max_tokens budget before the first word is counted.
         for index, piece in enumerate(_URL.split(text)):
-            if index % 2:
-                yield from url_tokens((piece,))
-            else:
-                yield from words(piece, options)
+            yield list(url_tokens((piece,))) if index % 2 else words(piece, options)
 
 
-def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[str]:
+def words(text: str, options: TokenizerOptions, prefix: str = "") -> list[str]:
     """Lower-cased words of ``text``, long ones folded to ``skip:`` tokens.
 
     Chinese, Japanese and Korean text has no spaces to split on: each run of those scripts gives
@@ -154,22 +159,22 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> Iterator[st
     words, so a lone character between punctuation is dropped like a one-letter word.
     Characters that render as nothing are dropped first: spam hides words from filters by
     splitting them with soft hyphens or zero-width spaces that the reader never sees.
+    A list, built by comprehension: words are most of a message's tokens, and a generator
+    yielding them one by one was the tokenizer's largest cost.
     """
+    shortest, longest = options.min_token_length, options.max_token_length
     text = _INVISIBLE.sub("", text)
+    found: list[str] = []
     runs = _CJK_RUN.findall(text)
     if runs:
-        for pair in cjk_bigrams(runs):
-            if options.min_token_length <= len(pair) <= options.max_token_length:
-                yield prefix + pair
+        found = [prefix + pair for pair in cjk_bigrams(runs) if shortest <= len(pair) <= longest]
         text = _CJK_RUN.sub(" ", text)
-    for match in _WORD.finditer(text.lower()):
-        word = match.group()
-        if len(word) < options.min_token_length:
-            continue
-        if len(word) > options.max_token_length:
-            yield f"{prefix}skip:{word[0]}:{len(word) // 10 * 10}"
-        else:
-            yield prefix + word
+    found += [
+        prefix + word if len(word) <= longest else f"{prefix}skip:{word[0]}:{len(word) // 10 * 10}"
+        for word in _WORD.findall(text.lower())
+        if len(word) >= shortest
+    ]
+    return found
 
 
 def cjk_bigrams(runs: Iterable[str]) -> Iterator[str]:
@@ -189,7 +194,7 @@ def header_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
     """
     cap, most = options.max_header_bytes, options.max_header_tokens
 
-    def field(name: str, tokens: Callable[[str], Iterator[str]]) -> Iterator[str]:
+    def field(name: str, tokens: Callable[[str], Iterable[str]]) -> Iterator[str]:
         text, cut = header_field(message, name, cap)
         return _capped(cut, most, tokens(text))
 
@@ -205,7 +210,7 @@ def header_tokens(message: Message, options: TokenizerOptions) -> Iterator[str]:
         yield from _capped(len(received) > cap, most, received_tokens(received[:cap]))
 
 
-def _capped(cut: bool, limit: int, tokens: Iterator[str]) -> Iterator[str]:
+def _capped(cut: bool, limit: int, tokens: Iterable[str]) -> Iterator[str]:
     """At most ``limit`` of ``tokens``, then a ``meta:limit:`` token for each limit hit."""
     if cut:
         yield "meta:limit:header-bytes"
