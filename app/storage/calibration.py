@@ -3,39 +3,31 @@ chosen (see ``app.domain.cutoff``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlalchemy import Connection, delete, func, select, update
 
 from app.domain.cutoff import BINS, HALVE_AT
 from app.storage import dialect
-from app.storage.count_cache import ModelCache
+from app.storage.count_cache import CacheView
 from app.storage.scopes import ScopeIds
 from app.storage.tables import ham_score
 
 
 class HamScores:
-    """Read and add to the ham score histograms, in one transaction; ``cached`` gives the
-    cache of a model whose scope row the transaction has checked (see ``count_cache.py``)."""
+    """Read and add to the ham score histograms, in one transaction, through the
+    transaction's view of the cache (``count_cache.py``)."""
 
-    def __init__(
-        self,
-        conn: Connection,
-        scopes: ScopeIds,
-        cached: Callable[[str], ModelCache | None] = lambda _scope: None,
-    ) -> None:
+    def __init__(self, conn: Connection, scopes: ScopeIds, cache: CacheView) -> None:
         self._conn = conn
         self._scopes = scopes
-        self._cached = cached
+        self._cache = cache
 
     def histogram(self, scope: str) -> list[int]:
         """``BINS`` counts for ``scope`` (all zero for a model that has scored no ham)."""
-        cache = self._cached(scope)
-        if cache is not None and cache.histogram is not None:
-            return list(cache.histogram)
+        held = self._cache.held(scope)
+        if held is not None and held.histogram is not None:
+            return list(held.histogram)
         counts = self._read(scope)
-        if cache is not None:
-            cache.histogram = tuple(counts)
+        self._cache.keep_histogram(scope, counts)
         return counts
 
     def _read(self, scope: str) -> list[int]:
@@ -54,9 +46,11 @@ class HamScores:
     def add(self, scope: str, index: int) -> None:
         """One ham score more in bin ``index``; past ``HALVE_AT`` scores every bin of the
         scope is halved."""
-        scope_id = self._scopes.changing(scope)
+        scope_id = self._scopes.changing(scope, tracked=True)
         row = {"scope_id": scope_id, "bin": index, "ham": 1}
         dialect.increment(self._conn, ham_score, [row])
+        changes = self._cache.changes(scope)
+        changes.histogram.append((index, 1))
         total = self._conn.execute(
             select(func.sum(ham_score.c.ham)).where(ham_score.c.scope_id == scope_id)
         ).scalar()
@@ -66,16 +60,18 @@ class HamScores:
                 .where(ham_score.c.scope_id == scope_id)
                 .values(ham=ham_score.c.ham / 2)
             )
+            changes.histogram_unknown = True
             self._drop_empty(scope_id)
 
     def remove(self, scope: str, index: int) -> None:
         """Take one score out of bin ``index`` (a forgotten or relabelled ham message); a bin
         already at 0 (halved since) stays at 0."""
-        scope_id = self._scopes.changing(scope, create=False)
+        scope_id = self._scopes.changing(scope, create=False, tracked=True)
         if scope_id is None:
             return
         row = {"scope_id": scope_id, "bin": index, "ham": 1}
         dialect.decrement(self._conn, ham_score, [row])
+        self._cache.changes(scope).histogram.append((index, -1))
         self._drop_empty(scope_id)
 
     def _drop_empty(self, scope_id: int) -> None:

@@ -10,6 +10,17 @@ token ids the cache has not seen yet are queried. When the row differs, all that
 the model is dropped. So processes that share one database agree: the first read after another
 process's commit sees the new generation and reads afresh.
 
+A process that writes keeps its own cache warm rather than dropping it: a transaction that
+checked a model before changing it records what it changed (the new counts of the rows a
+learn added to, which its upsert returns; ham score bins moved by one), reads the model's
+scope row again just before committing, and, when the generation there is exactly one past
+the one it checked (no other writer came between), updates the held entries and moves them
+to the new key once the commit has succeeded. Rows it cannot follow exactly (a relabel's or
+a forget's) are dropped from what is held; expiry, import and deletion follow nothing, so
+the new key simply finds nothing held. A reader in the same process that is scoring while
+such an update lands may see some counts from after it, as a PostgreSQL read committed
+transaction may.
+
 What may be held is bounded: ``max_tokens`` token entries over all models (a learned token or
 one known to be absent); past that everything is dropped and the cache fills again. An entry
 holds a token's per-label counts, which callers must not change.
@@ -21,9 +32,11 @@ was ~0.5 ms of a 2.3 ms classification, the totals ~0.2 ms and the ham histogram
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.storage.scopes import ScopeIds
 
 # A token's learned counts per label, as ``Transaction.counts`` returns them.
 Counts = Mapping[str, Any]
@@ -67,12 +80,12 @@ class CountCache:
                 self._models[scope] = held
             return held
 
-    def fill(self, cache: ModelCache, found: Mapping[int, Counts | None]) -> None:
-        """Hold the counts just read for ``cache``'s model (None for an absent token); past
-        ``max_tokens`` everything held before is dropped first."""
+    def fill(self, cache: ModelCache, key: Hashable, found: Mapping[int, Counts | None]) -> None:
+        """Hold the counts just read under ``key`` for ``cache``'s model (None for an absent
+        token); past ``max_tokens`` everything held before is dropped first."""
         with self._lock:
-            if self._models.get(cache.scope) is not cache or len(found) > self.max_tokens:
-                return  # replaced meanwhile (these counts may be older than its key), or huge
+            if not self._current(cache, key) or len(found) > self.max_tokens:
+                return  # replaced or moved on meanwhile (these counts may be older), or huge
             if self._held + len(found) > self.max_tokens:
                 self._drop_all()
                 cache.tokens.clear()
@@ -80,6 +93,40 @@ class CountCache:
             before = len(cache.tokens)
             cache.tokens.update(found)
             self._held += len(cache.tokens) - before
+
+    def keep_histogram(self, cache: ModelCache, key: Hashable, histogram: list[int]) -> None:
+        """Hold the ham score histogram just read under ``key`` for ``cache``'s model."""
+        with self._lock:
+            if self._current(cache, key):
+                cache.histogram = tuple(histogram)
+
+    def install(self, update: Update) -> None:
+        """Apply a committed transaction's changes to what is held for its model, and move
+        it to the model's new key; nothing when what is held is not what it checked."""
+        with self._lock:
+            held = self._models.get(update.scope)
+            if held is None or held.key != update.checked:
+                return
+            changes = update.changes
+            for tid in changes.evicted:
+                if held.tokens.pop(tid, _ABSENT) is not _ABSENT:
+                    self._held -= 1
+            before = len(held.tokens)
+            held.tokens.update(changes.tokens)
+            self._held += len(held.tokens) - before
+            if changes.histogram_unknown or held.histogram is None:
+                held.histogram = None
+            else:
+                bins = list(held.histogram)
+                for index, step in changes.histogram:
+                    bins[index] = max(bins[index] + step, 0)
+                held.histogram = tuple(bins)
+            held.key = update.key
+            if self._held > self.max_tokens:
+                self._drop_all()
+
+    def _current(self, cache: ModelCache, key: Hashable) -> bool:
+        return self._models.get(cache.scope) is cache and cache.key == key
 
     def forget(self) -> None:
         """Drop everything held, for every model."""
@@ -89,3 +136,101 @@ class CountCache:
     def _drop_all(self) -> None:
         self._models.clear()
         self._held = 0
+
+
+_ABSENT = object()
+
+
+@dataclass(slots=True)
+class Changes:
+    """What one transaction changed in one model, as far as it can tell exactly."""
+
+    tokens: dict[int, Counts | None] = field(default_factory=dict)
+    evicted: set[int] = field(default_factory=set)
+    histogram: list[tuple[int, int]] = field(default_factory=list)
+    histogram_unknown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """A transaction's changes to ``scope``: from the state it checked to the state at
+    ``key`` (read just before its commit)."""
+
+    scope: str
+    checked: Hashable
+    key: Hashable
+    changes: Changes
+
+
+class CacheView:
+    """One transaction's use of the process's cache: the models it has checked (read their
+    scope row), what it holds for them, and what the transaction changed."""
+
+    def __init__(self, cache: CountCache | None, scopes: ScopeIds) -> None:
+        self._cache = cache
+        self._scopes = scopes
+        self._checked: dict[str, tuple[ModelCache, Hashable]] = {}
+        self._changes: dict[str, Changes] = {}
+
+    def check(self, scope: str, key: Hashable) -> None:
+        """The scope row of ``scope`` reads ``key`` in this transaction. Once the
+        transaction has changed the model, its rows are its own, not yet anyone's key."""
+        if self._cache is None or self._scopes.changed(scope):
+            return
+        held = self._cache.model(scope, key)
+        if held is not None:
+            self._checked[scope] = (held, key)
+
+    def held(self, scope: str) -> ModelCache | None:
+        """What is held for ``scope``, if this transaction checked it and has not changed
+        the model since."""
+        found = self._checked.get(scope)
+        if found is None or self._scopes.changed(scope):
+            return None
+        return found[0]
+
+    def fill(self, scope: str, found: Mapping[int, Counts | None]) -> None:
+        """Hold counts this transaction read for a model it checked and has not changed."""
+        held = self.held(scope)
+        if held is not None and self._cache is not None:
+            self._cache.fill(held, self._checked[scope][1], found)
+
+    def keep_histogram(self, scope: str, histogram: list[int]) -> None:
+        """Hold the ham score histogram this transaction read for ``scope``."""
+        held = self.held(scope)
+        if held is not None and self._cache is not None:
+            self._cache.keep_histogram(held, self._checked[scope][1], histogram)
+
+    def changes(self, scope: str) -> Changes:
+        """Where to record what this transaction changes in ``scope``."""
+        return self._changes.setdefault(scope, Changes())
+
+    def seal(self, read_key: Callable[[str], Hashable | None]) -> list[Update]:
+        """Before the commit: the updates to make once it has succeeded. Only for a model
+        this transaction checked, changed only by ways it records, whose scope row reads
+        one generation past the checked one (``read_key``: the row as ``check`` was given
+        it)."""
+        updates: list[Update] = []
+        for scope, changes in self._changes.items():
+            checked = self._checked.get(scope)
+            if checked is None or self._scopes.untracked(scope):
+                continue
+            key = read_key(scope)
+            if key is not None and _next_generation(checked[1], key):
+                updates.append(Update(scope, checked[1], key, changes))
+        return updates
+
+    def install(self, updates: list[Update]) -> None:
+        """After the commit: apply ``updates`` to the process's cache."""
+        if self._cache is not None:
+            for update in updates:
+                self._cache.install(update)
+
+
+def _next_generation(checked: Hashable, key: Hashable) -> bool:
+    """Whether ``key`` is the scope row one generation after ``checked`` (keys are the rows
+    of ``Transaction.totals``: id, created_at, generation, ... first)."""
+    if not (isinstance(checked, tuple) and isinstance(key, tuple) and checked and key):
+        return False
+    old, new = checked[0], key[0]
+    return bool(new[:2] == old[:2] and new[2] == old[2] + 1)

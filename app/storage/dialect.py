@@ -105,35 +105,28 @@ def increment(
     conn.execute(_upsert(conn, table, added, replace), list(rows))
 
 
-def increment_returning_new(
+def increment_returning(
     conn: Connection,
     table: Table,
     rows: Sequence[Mapping[str, Any]],
-    counted: Sequence[str],
+    returned: Sequence[str],
     exclude: Iterable[str] = (),
     replace: Sequence[str] = (),
-) -> int:
-    """Like ``increment``; how many rows were new, judged by the sum of the ``counted`` columns.
-
-    A row is new when that sum after the upsert equals what this call added to it (a stored
-    row has a non-zero sum): the row lock taken by the upsert makes this exact even when
-    several transactions add to the same key.
-    """
+) -> list[Sequence[Any]]:
+    """Like ``increment``; each row's key and its ``returned`` columns as they are after it
+    (the row lock the upsert takes makes them exact even when several transactions add to
+    the same key)."""
     if not rows:
-        return 0
-    keys = _key_names(table)
+        return []
     added = _changed(table, rows[0], exclude, replace)
-    stmt = _returning_total(_upsert(conn, table, added, replace), table, tuple(counted))
-    amounts = {tuple(row[k] for k in keys): sum(row[c] for c in counted) for row in rows}
-    result = conn.execute(stmt, list(rows))
-    return sum(1 for *key, after in result if after == amounts[tuple(key)])
+    stmt = _returning(_upsert(conn, table, added, replace), table, tuple(returned))
+    return [tuple(row) for row in conn.execute(stmt, list(rows))]
 
 
 @functools.lru_cache(maxsize=64)
-def _returning_total(upsert: Any, table: Table, counted: tuple[str, ...]) -> Any:
-    """``upsert`` returning each row's key and the sum of its ``counted`` columns."""
-    total = sum((table.c[c] for c in counted[1:]), table.c[counted[0]])
-    return upsert.returning(*table.primary_key.columns, total)
+def _returning(upsert: Any, table: Table, returned: tuple[str, ...]) -> Any:
+    """``upsert`` returning each row's key and its ``returned`` columns."""
+    return upsert.returning(*table.primary_key.columns, *(table.c[c] for c in returned))
 
 
 def decrement(

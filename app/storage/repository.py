@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
@@ -23,7 +24,7 @@ from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.calibration import HamScores
 from app.storage.codec import decode_bag, encode_bag
-from app.storage.count_cache import CountCache, ModelCache
+from app.storage.count_cache import CacheView, CountCache, Update
 from app.storage.expiry import Expiry
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
@@ -84,16 +85,16 @@ class Transaction:
 
     Scope ids are looked up once per transaction and kept (see ``ScopeIds``). With a
     ``cache``, the counts and ham scores of a model whose totals this transaction has read
-    come from it while the model's scope row is unchanged (see ``count_cache.py``), until
-    this transaction changes that model.
+    come from it while the model's scope row is unchanged, until this transaction changes
+    that model; what a learn changes goes into it after the commit (see ``count_cache.py``:
+    ``seal`` before the commit, ``install`` after it).
     """
 
     def __init__(self, conn: Connection, cache: CountCache | None = None) -> None:
         self._conn = conn
         self._scopes = ScopeIds(conn)
         self._grown: dict[str, int] = {}
-        self._cache = cache
-        self._checked: dict[str, ModelCache] = {}
+        self._cache = CacheView(cache, self._scopes)
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
@@ -110,7 +111,7 @@ class Transaction:
 
     def ham_scores(self) -> HamScores:
         """The models' ham score histograms, in this transaction (see ``calibration.py``)."""
-        return HamScores(self._conn, self._scopes, self._cached)
+        return HamScores(self._conn, self._scopes, self._cache)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
@@ -128,17 +129,17 @@ class Transaction:
     def counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
         """Per-label counts for the given token ids, in token id order (ids never learned,
         and labels a token has no count in, are absent)."""
-        cache = self._cached(scope)
-        if cache is None or self._cache is None:
+        held = self._cache.held(scope)
+        if held is None:
             return self._read_counts(scope, token_ids)
-        held = cache.tokens
-        found = {tid: held.get(tid, _UNSEEN) for tid in sorted(token_ids)}
+        tokens = held.tokens
+        found = {tid: tokens.get(tid, _UNSEEN) for tid in sorted(token_ids)}
         missing = [tid for tid, per in found.items() if per is _UNSEEN]
         if missing:
             read = self._read_counts(scope, missing)
             fresh = {tid: read.get(tid) for tid in missing}
             found.update(fresh)
-            self._cache.fill(cache, fresh)
+            self._cache.fill(scope, fresh)
         return {tid: per for tid, per in found.items() if per is not None}
 
     def _read_counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
@@ -155,22 +156,22 @@ class Transaction:
         rows = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, token_ids)
         names = [lc.label for lc in labels]
         for token_id, *values in rows:
-            per = {
-                name: TokenStats(values[2 * k], values[2 * k + 1])
-                for k, name in enumerate(names)
-                if values[2 * k] or values[2 * k + 1]
-            }
+            per = _token_stats(names, values)
             if per:
                 result[token_id] = per
         return result
 
-    def _cached(self, scope: str) -> ModelCache | None:
-        """The cache of ``scope`` if this transaction has checked it (read its totals) and
-        not changed the model since."""
-        cache = self._checked.get(scope)
-        if cache is None or self._scopes.changed(scope):
-            return None
-        return cache
+    def seal(self) -> list[Update]:
+        """Before the commit: what this transaction's changes will do to the cache."""
+        return self._cache.seal(self._key)
+
+    def install(self, updates: list[Update]) -> None:
+        """After the commit: make the changes ``seal`` found."""
+        self._cache.install(updates)
+
+    def _key(self, scope: str) -> tuple[Any, ...] | None:
+        rows = dialect.fetch(self._conn, _TOTALS, (scope,))
+        return tuple(rows) if rows else None
 
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
         """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
@@ -202,10 +203,7 @@ class Transaction:
             for *_, label, messages, occurrences, token_messages in rows
             if label is not None
         }
-        if self._cache is not None:
-            cache = self._cache.model(scope, tuple(rows))
-            if cache is not None:
-                self._checked[scope] = cache
+        self._cache.check(scope, tuple(rows))
         return ModelTotals(labels, int(vocabulary))
 
     def learned(self, scope: str, digest: str) -> LearnedRecord | None:
@@ -275,11 +273,12 @@ class Transaction:
         since, which come back and grow the vocabulary again (found by reading the ids first,
         as the relabel's subtract may have left rows of this message at zero).
         """
-        scope_id = self._scopes.changing(scope)
+        scope_id = self._scopes.changing(scope, tracked=True)
+        labels = all_label_columns()
         own = label_columns(label)
         others = [
             column.name
-            for lc in all_label_columns()
+            for lc in labels
             if lc.label != label
             for column in (lc.messages, lc.occurrences)
         ]
@@ -295,16 +294,25 @@ class Transaction:
             }
             for i in sorted(bag)
         ]
+        changes = self._cache.changes(scope)
         if vocabulary:
-            occurrences = [lc.occurrences.name for lc in all_label_columns()]
-            new = dialect.increment_returning_new(
-                self._conn, token_count, rows, occurrences, exclude=others, replace=["seen_day"]
+            # A row is new when its occurrences over all labels are what this message added
+            # (a stored row has some); the counts after the add also go to the cache.
+            columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+            after = dialect.increment_returning(
+                self._conn, token_count, rows, columns, exclude=others, replace=["seen_day"]
             )
+            names = [lc.label for lc in labels]
+            new = 0
+            for _scope_id, token_id, *values in after:
+                new += sum(values[0::2]) == bag[token_id]
+                changes.tokens[token_id] = _token_stats(names, values) or None
         else:
             ids = [row["token_id"] for row in rows]
             found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, ids)
             new = len(ids) - len(found)
             dialect.increment(self._conn, token_count, rows, exclude=others, replace=["seen_day"])
+            changes.evicted.update(ids)
         self._bump_totals(scope_id, label, bag)
         size = self._scopes.grow_vocabulary(scope_id, new)
         if size is not None:
@@ -322,9 +330,10 @@ class Transaction:
         with it false (a relabel, the tokens move to another label) no row is deleted.
         Seen days stay.
         """
-        scope_id = self._scopes.changing(scope, create=False)
+        scope_id = self._scopes.changing(scope, create=False, tracked=True)
         if scope_id is None:
             return  # nothing was ever learned in this scope
+        self._cache.changes(scope).evicted.update(bag)
         labels = all_label_columns()
         own = labels.index(label_columns(label))
         columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
@@ -405,6 +414,16 @@ _TOTALS = (
     "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
 )
 _UNSEEN: Mapping[str, TokenStats] = {}  # a sentinel: not held
+
+
+def _token_stats(labels: list[str], values: list[Any]) -> dict[str, TokenStats]:
+    """A token's counts per label from its row's (occurrences, messages) column pairs;
+    labels with neither are left out."""
+    return {
+        name: TokenStats(values[2 * k], values[2 * k + 1])
+        for k, name in enumerate(labels)
+        if values[2 * k] or values[2 * k + 1]
+    }
 
 
 def today() -> int:

@@ -23,6 +23,7 @@ class ScopeIds:
         self._conn = conn
         self._ids: dict[str, int] = {}
         self._bumped: set[int] = set()
+        self._untracked: set[int] = set()
 
     def remember(self, name: str, scope_id: int) -> None:
         """Keep an id found by a query that read it along with something else."""
@@ -42,6 +43,12 @@ class ScopeIds:
         """Whether this transaction has changed the model ``name`` (bumped its generation)."""
         scope_id = self._ids.get(name)
         return scope_id is not None and scope_id in self._bumped
+
+    def untracked(self, name: str) -> bool:
+        """Whether this transaction changed the model ``name`` in a way a cache cannot follow
+        (see ``changing``)."""
+        scope_id = self._ids.get(name)
+        return scope_id is not None and scope_id in self._untracked
 
     def get_or_create(self, name: str) -> int:
         """The id of scope ``name``, its row created on the first write.
@@ -66,20 +73,26 @@ class ScopeIds:
         return scope_id
 
     @overload
-    def changing(self, name: str) -> int: ...
+    def changing(self, name: str, *, tracked: bool = False) -> int: ...
 
     @overload
-    def changing(self, name: str, create: Literal[False]) -> int | None: ...
+    def changing(
+        self, name: str, create: Literal[False], *, tracked: bool = False
+    ) -> int | None: ...
 
-    def changing(self, name: str, create: bool = True) -> int | None:
+    def changing(self, name: str, create: bool = True, *, tracked: bool = False) -> int | None:
         """The id of scope ``name``, whose counts this transaction is about to change.
 
         The first change in a transaction bumps the scope's generation (what a cache of
-        counts will compare). That update also locks the scope row before any count row,
-        so on PostgreSQL the writers of one scope queue there and never wait for each other
-        in a cycle on count rows. Without ``create``, None for a scope never written.
+        counts compares: see ``count_cache.py``). That update also locks the scope row before
+        any count row, so on PostgreSQL the writers of one scope queue there and never wait
+        for each other in a cycle on count rows. Without ``create``, None for a scope never
+        written. ``tracked``: the caller records its change for the cache; any other change
+        leaves the cache nothing to follow.
         """
         scope_id = self.get_or_create(name) if create else self.find(name)
+        if scope_id is not None and not tracked:
+            self._untracked.add(scope_id)
         if scope_id is not None and scope_id not in self._bumped:
             bumped = self._conn.execute(
                 update(model_scope)

@@ -88,7 +88,9 @@ class Store:
                 try:
                     conn.execution_options(spamfilter_write=write)
                     with conn.begin():
-                        yield Transaction(conn, self._cache)
+                        tx = Transaction(conn, self._cache)
+                        yield tx
+                        updates = tx.seal()
                 finally:
                     if generation != self._generation:
                         conn.invalidate()
@@ -98,6 +100,7 @@ class Store:
             raise translate(error) from error
         if write:
             self._check_committed()
+        tx.install(updates)
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None when never migrated)."""

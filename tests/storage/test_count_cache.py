@@ -149,13 +149,13 @@ def test_held_tokens_stay_within_the_bound() -> None:
     cache = CountCache(max_tokens=10)
     first = cache.model("a", key=1)
     assert first is not None
-    cache.fill(first, {i: None for i in range(8)})
+    cache.fill(first, 1, {i: None for i in range(8)})
     second = cache.model("b", key=1)
     assert second is not None
-    cache.fill(second, {i: None for i in range(5)})  # 13 > 10: all dropped first
+    cache.fill(second, 1, {i: None for i in range(5)})  # 13 > 10: all dropped first
     assert len(second.tokens) == 5
     assert cache.model("a", key=1) is not first  # "a" was dropped with the rest
-    cache.fill(second, {i: None for i in range(11, 30)})  # more than the whole bound
+    cache.fill(second, 1, {i: None for i in range(11, 30)})  # more than the whole bound
     assert len(second.tokens) == 5  # not held at all
 
 
@@ -163,11 +163,12 @@ def test_a_changed_key_drops_what_was_held() -> None:
     cache = CountCache(max_tokens=100)
     held = cache.model("a", key=("row", 1))
     assert held is not None
-    cache.fill(held, {1: None})
+    cache.fill(held, ("row", 1), {1: None})
     assert cache.model("a", key=("row", 1)) is held
     fresh = cache.model("a", key=("row", 2))
     assert fresh is not held and fresh is not None and not fresh.tokens
-    cache.fill(held, {2: None})  # a late fill of the old key is not kept
+    cache.fill(held, ("row", 1), {2: None})  # a late fill of the old key is not kept
+    cache.fill(fresh, ("row", 1), {3: None})  # nor one read under a key it no longer has
     assert not fresh.tokens
 
 
@@ -177,3 +178,79 @@ def test_no_cache_reads_the_database_every_time(writer: Store, engine: sa.Engine
     read(writer)
     read(writer)
     assert len(queries) == 2
+
+
+def learn_as_the_service_does(store: Store, label: str, bag: dict[int, int]) -> None:
+    """Check the model and read its counts (thick training's judging), then add."""
+    with store.transaction(write=True) as tx:
+        tx.totals("s")
+        tx.counts("s", list(bag))
+        tx.ham_scores().histogram("s")
+        tx.add("s", label, bag, vocabulary=True)
+        if label == "ham":
+            tx.ham_scores().add("s", 4)
+
+
+def test_a_learn_keeps_its_own_process_warm_and_exact(
+    writer: Store, reader: Store, engine: sa.Engine
+) -> None:
+    learn(writer, "spam", {1: 2, 2: 1})
+    learn(writer, "ham", {3: 1})
+    read(reader)  # every id held
+    queries = count_queries(reader._engine)
+    learn_as_the_service_does(reader, "spam", {1: 1, 4: 2})  # 4 was held as absent
+    learn_as_the_service_does(reader, "ham", {2: 3, 3: 1})
+    assert len(queries) == 0  # judged from what was held, then updated in place
+    assert read(reader) == read(writer)
+    assert len(queries) == 0
+    assert read(reader)[1][4] == {"spam": TokenStats(2, 1)}
+    assert read(reader)[2][4] == 1  # the ham score went into its bin
+
+
+def test_what_a_writer_cannot_follow_is_read_again(writer: Store, reader: Store) -> None:
+    learn(writer, "spam", {1: 2, 2: 1})
+    learn(writer, "ham", {2: 1, 3: 1})
+    read(reader)
+    with reader.transaction(write=True) as tx:  # a relabel, judged first
+        tx.totals("s")
+        tx.counts("s", [2, 3])
+        tx.subtract("s", "ham", {2: 1, 3: 1}, vocabulary=False)
+        tx.add("s", "spam", {2: 1, 3: 1}, vocabulary=False)
+    assert read(reader) == read(writer)
+    with reader.transaction(write=True) as tx:  # a forget
+        tx.totals("s")
+        tx.subtract("s", "spam", {1: 2, 2: 1}, vocabulary=True)
+    assert read(reader) == read(writer)
+    with reader.transaction(write=True) as tx:  # expiry: nothing to follow
+        tx.totals("s")
+        tx.expiry().expire("s", 20_000, 0, 1, dry_run=False)
+    assert read(reader) == read(writer)
+
+
+def test_another_writer_between_the_check_and_the_commit_is_not_overlooked(
+    writer: Store, reader: Store
+) -> None:
+    learn(writer, "spam", {1: 1})
+    learn(writer, "ham", {2: 1})
+    read(reader)
+    learn(writer, "spam", {1: 5})  # commits before the reader's learn checks the model
+    learn_as_the_service_does(reader, "ham", {1: 1})
+    assert read(reader) == read(writer)
+    assert read(reader)[1][1] == {"spam": TokenStats(6, 2), "ham": TokenStats(1, 1)}
+
+
+def test_a_commit_between_a_learns_check_and_its_lock_leaves_nothing_stale(
+    writer: Store, reader: Store, database_backend: str
+) -> None:
+    if database_backend == "sqlite":
+        pytest.skip("SQLite writers never overlap: a write transaction holds the lock from BEGIN")
+    learn(writer, "spam", {1: 1, 2: 1})
+    learn(writer, "ham", {3: 1})
+    read(reader)  # 1, 2 and 3 held
+    with reader.transaction(write=True) as tx:
+        tx.totals("s")  # checked at this generation
+        tx.counts("s", [1])
+        learn(writer, "spam", {2: 4})  # another process commits meanwhile
+        tx.add("s", "ham", {1: 1}, vocabulary=True)  # locks the model two generations on
+    assert read(reader) == read(writer)
+    assert read(reader)[1][2] == {"spam": TokenStats(5, 2)}

@@ -99,20 +99,24 @@ def test_increment_of_every_count_column_and_excluded_and_replaced_columns(
     assert set(found) == {(0, 0, 1, 8, 100)}
 
 
-def new_rows(conn: sa.Connection, rows: list[dict[str, Any]]) -> int:
-    counted = ["ham_occurrences", "spam_occurrences"]
-    return dialect.increment_returning_new(conn, token_count, rows, counted, exclude=OTHERS)
+def returned(conn: sa.Connection, rows: list[dict[str, Any]]) -> dict[int, int]:
+    """Increment ``rows``; token id -> the ham occurrences the upsert returned for it."""
+    after = dialect.increment_returning(
+        conn, token_count, rows, ["ham_occurrences"], exclude=OTHERS
+    )
+    assert [scope for scope, *_ in after] == [SCOPE] * len(rows)
+    return {tid: n for _scope, tid, n in after}
 
 
-def test_increment_returning_new_counts_only_new_rows(engine: sa.Engine) -> None:
+def test_increment_returning_gives_every_row_as_it_is_after(engine: sa.Engine) -> None:
     old = spread(2 * MANY)[::2]  # rows already there
     new = spread(2 * MANY)[1::2]  # rows that are not
     with engine.begin() as conn:
-        assert new_rows(conn, token_rows(old)) == len(old)
+        assert returned(conn, token_rows(old)) == dict.fromkeys(old, 1)
     with engine.begin() as conn:
         mixed = token_rows(sorted(old + new), 2)
-        assert new_rows(conn, mixed) == len(new)
-        assert new_rows(conn, mixed) == 0
+        assert returned(conn, mixed) == {**dict.fromkeys(old, 3), **dict.fromkeys(new, 2)}
+        assert returned(conn, mixed) == {**dict.fromkeys(old, 5), **dict.fromkeys(new, 4)}
     with engine.connect() as conn:
         counts = stored(conn)
     assert {counts[i] for i in old} == {5}
