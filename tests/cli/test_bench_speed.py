@@ -83,7 +83,15 @@ def test_json_holds_the_whole_result(corpus: Path, configured: Path, tmp_path: P
     assert bulk["db_bytes"] > 0
     assert doc["bogofilter"] is None and doc["process"] == [] and doc["http"] == []
     keys = [figure["key"] for figure in doc["figures"]]
-    assert keys == ["learn.sqlite", "classify.sqlite", "classify_ratio.sqlite", "db.sqlite"]
+    assert keys == [
+        "learn.sqlite",
+        "classify.sqlite",
+        "classify_ratio.sqlite",
+        "plain_check.sqlite",
+        "db.sqlite",
+    ]
+    # Every classified message scored again with no cache: the same log-odds.
+    assert bulk["plain_check"] == {"checked": 20, "differing": 0}
     assert not configured.parent.exists()
 
 
