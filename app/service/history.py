@@ -95,8 +95,12 @@ def percentile(buckets: Sequence[int], fraction: float) -> float | None:
 
 
 def pack_tokens(tokens: Mapping[str, int]) -> bytes:
-    """A message's token counts, compressed for keeping."""
-    return zlib.compress(json.dumps(dict(tokens), separators=(",", ":")).encode(), 6)
+    """A message's token counts, compressed for keeping.
+
+    Level 1: every classification a daemon makes is packed, and level 6 took 57 µs of the
+    ~150 µs a recorded verdict costs, for blobs only 9 % smaller (1,042 against 1,138 bytes
+    on average over 1,000 SpamAssassin messages). Either level unpacks the same way."""
+    return zlib.compress(json.dumps(dict(tokens), separators=(",", ":")).encode(), 1)
 
 
 def unpack_tokens(blob: bytes) -> Counter[str]:
