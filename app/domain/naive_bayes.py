@@ -197,7 +197,12 @@ def distinct_evidence(
         if sum(item.counts.values()) < least:
             kept.append(item)
             continue
-        learned = frozenset((label, n) for label, n in item.counts.items() if n)
+        counts = item.counts
+        learned = (
+            frozenset(counts.items())
+            if all(counts.values())
+            else frozenset((label, n) for label, n in counts.items() if n)
+        )
         key = ("" if group is None else group(item.token), item.in_message, learned)
         held = first.get(key)
         if held is None or item.token < held.token:
