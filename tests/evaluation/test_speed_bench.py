@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,42 @@ def test_postgres_urls_get_a_schema_of_their_own_and_never_print_a_password() ->
     assert "options=-csearch_path%3Dspamfilter_bench_1_ab" in scoped
     assert "application_name=spamfilter_bench_1_ab" in scoped
     assert scratch_schema.conninfo("postgresql+psycopg://h/db") == "postgresql://h/db"
+
+
+def test_a_server_is_ready_once_every_worker_has_started(tmp_path: Path) -> None:
+    """/readyz answers as soon as one worker listens; the wait also needs every worker's
+    start-up line, or the load's keep-alive connections would all go to the first."""
+    import http.server
+    import threading
+
+    class Ready(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((speed_run.HOST, 0), Ready)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    log = tmp_path / "serve.log"
+    log.write_bytes(b"INFO: Application startup complete.\n")
+    second = threading.Timer(
+        0.5, lambda: log.write_bytes(log.read_bytes() + b"INFO: Application startup complete.\n")
+    )
+
+    class Running:
+        returncode = None
+
+        def poll(self) -> None:
+            return None
+
+    try:
+        second.start()
+        start = time.monotonic()
+        speed_run.wait_ready(server.server_address[1], Running(), log, workers=2)  # type: ignore[arg-type]
+        assert time.monotonic() - start >= 0.45
+        assert log.read_bytes().count(speed_run.STARTED) == 2
+    finally:
+        second.cancel()
+        server.shutdown()
