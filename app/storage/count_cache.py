@@ -22,8 +22,8 @@ such an update lands may see some counts from after it, as a PostgreSQL read com
 transaction may.
 
 What may be held is bounded: ``max_tokens`` token entries over all models (a learned token or
-one known to be absent); past that everything is dropped and the cache fills again. An entry
-holds a token's per-label counts, which callers must not change.
+one known to be absent) and ``MAX_MODELS`` models; past either everything is dropped and the
+cache fills again. An entry holds a token's per-label counts, which callers must not change.
 
 Why (``spamfilter bench speed``, SpamAssassin halves): reading a message's ~190 token rows
 was ~0.5 ms of a 2.3 ms classification, the totals ~0.2 ms and the ham histogram ~0.1 ms.
@@ -40,6 +40,9 @@ from app.storage.scopes import ScopeIds
 
 # A token's learned counts per label, as ``Transaction.counts`` returns them.
 Counts = Mapping[str, Any]
+# Models held at once (each with its key and histogram, ~1 KB): a site with many users'
+# models, most of them too young to score (so holding no tokens), stays bounded too.
+MAX_MODELS = 10_000
 
 
 @dataclass(slots=True)
@@ -76,6 +79,8 @@ class CountCache:
             if held is None or held.key != key:
                 if held is not None:
                     self._held -= len(held.tokens)
+                elif len(self._models) >= MAX_MODELS:
+                    self._drop_all()
                 held = ModelCache(scope, key)
                 self._models[scope] = held
             return held

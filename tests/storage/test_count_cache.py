@@ -254,3 +254,16 @@ def test_a_commit_between_a_learns_check_and_its_lock_leaves_nothing_stale(
         tx.add("s", "ham", {1: 1}, vocabulary=True)  # locks the model two generations on
     assert read(reader) == read(writer)
     assert read(reader)[1][2] == {"spam": TokenStats(5, 2)}
+
+
+def test_the_models_held_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.storage import count_cache
+
+    monkeypatch.setattr(count_cache, "MAX_MODELS", 3)
+    cache = CountCache(max_tokens=100)
+    first = cache.model("user:0", key=1)
+    for user in range(1, 3):
+        cache.model(f"user:{user}", key=1)
+    assert cache.model("user:0", key=1) is first  # three held
+    cache.model("user:3", key=1)  # a fourth: all dropped first
+    assert cache.model("user:0", key=1) is not first
