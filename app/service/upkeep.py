@@ -21,7 +21,7 @@ from app.domain.users import user_of
 from app.service.scoping import models_for
 from app.settings import Settings
 from app.storage.expiry import ExpiryReport
-from app.storage.repository import today
+from app.storage.rows import today
 from app.storage.store import Store
 
 __all__ = ["CAP_SLACK", "ExpiryLimits", "ExpiryReport", "Upkeep"]

@@ -18,13 +18,8 @@ from sqlalchemy.exc import DBAPIError
 from app.errors import StorageUnavailable
 from app.storage.count_cache import CountCache
 from app.storage.failures import is_file_fault, translate
-from app.storage.repository import (
-    LabelStats,
-    LearnedRecord,
-    ModelTotals,
-    TokenStats,
-    Transaction,
-)
+from app.storage.repository import LabelStats, LearnedRecord, ModelTotals, Transaction
+from app.storage.rows import TokenStats
 from app.storage.sqlite_file import database_file
 
 __all__ = [

@@ -1,0 +1,32 @@
+"""What one ``token_count`` row holds, as the repository reads and returns it, and the day
+unit of its ``seen_day``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStats:
+    """Learned counts of one token for one label."""
+
+    occurrences: int
+    messages: int
+
+
+def token_stats(labels: list[str], values: list[Any]) -> dict[str, TokenStats]:
+    """A token's counts per label from its row's (occurrences, messages) column pairs;
+    labels with neither are left out."""
+    return {
+        name: TokenStats(values[2 * k], values[2 * k + 1])
+        for k, name in enumerate(labels)
+        if values[2 * k] or values[2 * k + 1]
+    }
+
+
+def today() -> int:
+    """Days since 1970-01-01 UTC: the unit of ``token_count.seen_day``, which a learn sets
+    and expiry by age compares."""
+    return int(time.time() // 86_400)
