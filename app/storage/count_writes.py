@@ -12,7 +12,13 @@ from app.storage import dialect
 from app.storage.count_cache import CacheView
 from app.storage.rows import today, token_stats
 from app.storage.scopes import ScopeIds
-from app.storage.tables import all_label_columns, label_columns, label_total, token_count
+from app.storage.tables import (
+    all_label_columns,
+    count_column_names,
+    label_columns,
+    label_total,
+    token_count,
+)
 
 
 class CountWrites:
@@ -61,15 +67,14 @@ class CountWrites:
         if vocabulary:
             # A row is new when its occurrences over all labels are what this message added
             # (a stored row has some); the counts after the add also go to the cache.
-            columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+            columns = count_column_names()
             after = dialect.increment_returning(
                 self._conn, token_count, rows, columns, exclude=others, replace=["seen_day"]
             )
-            names = [lc.label for lc in labels]
             new = 0
             for _scope_id, token_id, *values in after:
                 new += sum(values[0::2]) == bag[token_id]
-                changes.tokens[token_id] = token_stats(names, values) or None
+                changes.tokens[token_id] = token_stats(values) or None
         else:
             ids = [row["token_id"] for row in rows]
             found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, ids)
@@ -99,7 +104,7 @@ class CountWrites:
         self._cache.changes(scope).evicted.update(bag)
         labels = all_label_columns()
         own = labels.index(label_columns(label))
-        columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+        columns = count_column_names()
         found = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, sorted(bag))
         lost = {lc.label: [0, 0] for lc in labels}  # occurrences, token messages
         taken: list[dict[str, int]] = []

@@ -28,11 +28,7 @@ from app.storage.count_writes import CountWrites
 from app.storage.expiry import Expiry
 from app.storage.rows import TokenStats, token_stats
 from app.storage.scopes import ScopeIds
-from app.storage.tables import (
-    all_label_columns,
-    learned_message,
-    token_count,
-)
+from app.storage.tables import all_label_columns, count_column_names, learned_message, token_count
 from app.storage.transfer import ModelRows
 
 
@@ -140,15 +136,13 @@ class Transaction:
         scope_id = self._scopes.find(scope) if token_ids else None
         if scope_id is None:
             return result
-        labels = all_label_columns()
         # In token id order: scores sum floating-point terms in this order, so it must not
         # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
         # migrated database scored a few ulps away from a fresh one with the same counts).
-        columns = [str(c.name) for lc in labels for c in (lc.occurrences, lc.messages)]
+        columns = count_column_names()
         rows = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, token_ids)
-        names = [lc.label for lc in labels]
         for token_id, *values in rows:
-            per = token_stats(names, values)
+            per = token_stats(values)
             if per:
                 result[token_id] = per
         return result
@@ -162,6 +156,8 @@ class Transaction:
         self._cache.install(updates)
 
     def _key(self, scope: str) -> tuple[Any, ...] | None:
+        """The scope row of ``scope`` with its label totals (``_TOTALS``), as a cache's key;
+        None for a scope never written."""
         rows = dialect.fetch(self._conn, _TOTALS, (scope,))
         return tuple(rows) if rows else None
 
@@ -185,8 +181,8 @@ class Transaction:
     def totals(self, scope: str) -> ModelTotals:
         """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one
         query, which also checks what the cache holds for the scope."""
-        rows = dialect.fetch(self._conn, _TOTALS, (scope,))
-        if not rows:
+        rows = self._key(scope)
+        if rows is None:
             return ModelTotals({}, 0)
         scope_id, _created, _generation, vocabulary = rows[0][:4]
         self._scopes.remember(scope, scope_id)
@@ -195,7 +191,7 @@ class Transaction:
             for *_, label, messages, occurrences, token_messages in rows
             if label is not None
         }
-        self._cache.check(scope, tuple(rows))
+        self._cache.check(scope, rows)
         return ModelTotals(labels, int(vocabulary))
 
     def learned(self, scope: str, digest: str) -> LearnedRecord | None:

@@ -4,8 +4,11 @@ unit of its ``seen_day``."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from app.domain.labels import LABELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,12 +19,12 @@ class TokenStats:
     messages: int
 
 
-def token_stats(labels: list[str], values: list[Any]) -> dict[str, TokenStats]:
-    """A token's counts per label from its row's (occurrences, messages) column pairs;
-    labels with neither are left out."""
+def token_stats(values: Sequence[Any]) -> dict[str, TokenStats]:
+    """A token's counts per label from its row's ``tables.count_column_names()`` values;
+    labels with neither count are left out."""
     return {
-        name: TokenStats(values[2 * k], values[2 * k + 1])
-        for k, name in enumerate(labels)
+        label: TokenStats(values[2 * k], values[2 * k + 1])
+        for k, label in enumerate(LABELS)
         if values[2 * k] or values[2 * k + 1]
     }
 

@@ -202,3 +202,9 @@ def label_columns(label: str) -> LabelColumns:
 def all_label_columns() -> list[LabelColumns]:
     """The columns of every label in LABELS, in LABELS order (LookupError if one is missing)."""
     return [label_columns(label) for label in LABELS]
+
+
+def count_column_names() -> list[str]:
+    """Every label's occurrences and messages columns of ``token_count``, label by label in
+    LABELS order: the order ``rows.token_stats`` reads a row's counts in."""
+    return [str(c.name) for lc in all_label_columns() for c in (lc.occurrences, lc.messages)]
