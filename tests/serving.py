@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.environment import without_settings
@@ -21,10 +22,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``spamfilter serve``: its base URL, process and log file."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
 @contextmanager
 def spamfilter_serve(folder: Path, settings: dict[str, str], workers: int = 1) -> Iterator[str]:
     """``spamfilter serve`` with ``settings`` (SPAMFILTER_* variables) on a free port; its base
     URL once ``/readyz`` answers. Its stderr goes to a log in ``folder``."""
+    with served(folder, settings, workers) as server:
+        yield server.url
+
+
+@contextmanager
+def served(folder: Path, settings: dict[str, str], workers: int = 1) -> Iterator[Served]:
+    """As ``spamfilter_serve``, yielding the process and log too."""
     env = without_settings(settings)
     for _attempt in range(3):
         port = free_port()
@@ -38,7 +55,7 @@ def spamfilter_serve(folder: Path, settings: dict[str, str], workers: int = 1) -
         url = f"http://127.0.0.1:{port}"
         try:
             if _healthy(process, url):
-                yield url
+                yield Served(url, process, log)
                 return
         finally:
             process.terminate()

@@ -1,5 +1,8 @@
 """serve: check the bind, migrate once, then run uvicorn on the app factory.
 
+With several workers, each listens on a socket of its own (``app.api.workers``): uvicorn's
+shared socket let one worker accept a whole burst of connections.
+
 Workers are separate processes that load their own settings (``app.config.load_settings``),
 so the config file read here is exported as ``SPAMFILTER_CONFIG`` and the options given here
 as ``SPAMFILTER_*`` variables (which override the file) before uvicorn starts.
@@ -103,11 +106,10 @@ def serve(
     click.echo(f"database at revision {revision}", err=True)
     os.environ.update(worker_environment(settings, state.config_file))
 
-    import uvicorn
-
     from app.api.connections import server_options
+    from app.api.workers import run_server
 
-    uvicorn.run(
+    run_server(
         APP_FACTORY,
         factory=True,
         host=settings.server.host,

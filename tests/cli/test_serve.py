@@ -1,7 +1,8 @@
 """spamfilter serve: the bind check, one migration, then uvicorn on the app factory.
 
-uvicorn.run is replaced by a recorder: these tests check what would be started, not a server
-(tests/api/test_connections.py runs a real one with the same options).
+``app.api.workers.run_server`` (uvicorn.run, or one socket per worker) is replaced by a
+recorder: these tests check what would be started, not a server (tests/api/test_connections.py
+and tests/api/test_workers.py run real ones).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import os
 from typing import Any
 
 import pytest
-import uvicorn
 
+from app.api import workers
 from app.api.connections import HeadDeadlineH11Protocol, HeadDeadlineHttpToolsProtocol
 from app.cli.serve import APP_FACTORY
 from tests.cli.conftest import Run
@@ -27,7 +28,7 @@ EXPORTED = (
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch, cli_database: str) -> list[dict[str, Any]]:
-    """The calls made to uvicorn.run (with the environment the workers would inherit)."""
+    """The calls made to run_server (with the environment the workers would inherit)."""
     for name in EXPORTED[1:]:  # serve writes these: monkeypatch records them to undo it
         monkeypatch.setenv(name, "recorded")
         monkeypatch.delenv(name)
@@ -36,7 +37,7 @@ def started(monkeypatch: pytest.MonkeyPatch, cli_database: str) -> list[dict[str
     def run(app: str, **options: Any) -> None:
         calls.append({"app": app, **options, "env": {n: os.environ[n] for n in EXPORTED}})
 
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(workers, "run_server", run)
     return calls
 
 
