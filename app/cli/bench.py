@@ -265,9 +265,9 @@ def _finish(results: list[ShapeResult], bounds: Bounds, as_json: bool, check: bo
 @pass_state
 def speed(state: CliState, /, **options: Any) -> None:
     """Speed against the targets: bulk learn/classify beside bogofilter, new processes, HTTP."""
+    from app.evaluation.bench_servers import BenchError
     from app.evaluation.corpus import CorpusError
     from app.evaluation.speed_report import table
-    from app.evaluation.speed_run import BenchError
     from app.evaluation.speed_run import run as run_speed
 
     if options["compare"] is not None:

@@ -1,5 +1,5 @@
 """One ``spamfilter bench speed`` run, end to end: the corpus split, the databases, the
-processes and servers it starts, and the result document.
+processes and servers it times (started through ``bench_servers``), and the result document.
 
 Every database is new and thrown away: a SQLite file in a temporary folder (always) and,
 when a PostgreSQL URL is given, a schema of its own there (``app.storage.scratch_schema``).
@@ -12,14 +12,10 @@ its own copy of the trained model, so feedback in one run does not change the ne
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.config import mask_url
 from app.evaluation import speed_report
+from app.evaluation.bench_servers import HOST, BenchError, environment, program, serve
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
 from app.evaluation.speed_bench import (
@@ -51,13 +48,7 @@ from app.storage import scratch_schema
 if TYPE_CHECKING:
     from app.service import SpamFilter
 
-HOST = "127.0.0.1"
-READY_SECONDS = 60.0
 Progress = Callable[[str], None]
-
-
-class BenchError(Exception):
-    """The benchmark cannot run as asked (no messages, a server that never got ready)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,25 +257,6 @@ def _run_program(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
     return done.returncode, done.stdout or done.stderr
 
 
-def program(name: str) -> list[str]:
-    """The installed entry point ``name`` beside this interpreter, else a fallback that runs
-    the same code through the interpreter."""
-    script = Path(sys.executable).parent / name
-    if script.exists():
-        return [str(script)]
-    if name == "spamfilter-filter":
-        return [sys.executable, "-m", "app.adapters.pipe"]
-    return [sys.executable, "-c", "from app.cli import main; main()"]
-
-
-def environment(url: str) -> dict[str, str]:
-    """This process's environment with ``url`` as the database and no filter URL (the pipe
-    filter must take its direct path, not ask a server)."""
-    env = {k: v for k, v in os.environ.items() if k != "SPAMFILTER_FILTER_URL"}
-    env["SPAMFILTER_DATABASE_URL"] = url
-    return env
-
-
 def _processes(work: _Work) -> list[dict[str, Any]]:
     """One message through a new process, spawn to exit: the pipe filter's direct path,
     ``classify -``, and the pipe filter asking a running ``serve`` (``SPAMFILTER_FILTER_URL``,
@@ -299,7 +271,7 @@ def _processes(work: _Work) -> list[dict[str, Any]]:
         ):
             work.progress(f"process: {command}, {work.plan.runs} runs")
             found.append(_spawns(work, command, argv, env, raw, ok))
-        with _server(work, url, 1) as port:
+        with serve(work.folder, url, 1) as port:
             command = "spamfilter-filter via serve"
             work.progress(f"process: {command}, {work.plan.runs} runs")
             daemon = {**env, "SPAMFILTER_FILTER_URL": f"http://{HOST}:{port}"}
@@ -334,7 +306,10 @@ def _http(work: _Work) -> list[dict[str, Any]]:
     found = []
     for backend in work.plan.backends:
         for workers in work.plan.workers:
-            with _database(work, backend, trained=True) as url, _server(work, url, workers) as port:
+            with (
+                _database(work, backend, trained=True) as url,
+                serve(work.folder, url, workers) as port,
+            ):
                 for endpoint, requests, warmup in (
                     ("classify", classify, work.plan.warmup),
                     ("feedback", feedback, 0),
@@ -372,80 +347,3 @@ def _tally(endpoint: str) -> Tally:
             return "unreadable"
 
     return tally
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _server(work: _Work, url: str, workers: int) -> Iterator[int]:
-    """``spamfilter serve`` on 127.0.0.1 and a free port with ``workers``; yields the port
-    once /readyz answers 200, and stops the server (its whole process group) afterwards."""
-    port = free_port()
-    argv = [*program("spamfilter"), "serve", "--host", HOST, "--port", str(port)]
-    argv += ["--log-level", "info"]  # wait_ready counts the workers' start-up lines
-    log_path = work.folder / f"serve-{port}.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [*argv, "--workers", str(workers)],
-            env=environment(url),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_ready(port, proc, log_path, workers)
-        yield port
-    finally:
-        stop(proc)
-
-
-# What uvicorn logs when one worker process has started the app.
-STARTED = b"Application startup complete"
-
-
-def wait_ready(port: int, proc: subprocess.Popen[bytes], log_path: Path, workers: int = 1) -> None:
-    """Wait until GET /readyz answers 200 and every one of ``workers`` processes has started
-    the app; BenchError when the server exits or never gets there.
-
-    /readyz answers as soon as the first worker listens. Keep-alive connections opened
-    before the others do all stay with that one, and the run measures a single worker:
-    two-worker runs gave ~450 or ~850 classifications a second by that race alone.
-    """
-    import http.client
-
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log_path.read_text("utf-8", "replace")[-2000:]
-            raise BenchError(f"spamfilter serve exited with {proc.returncode}:\n{tail}")
-        conn = http.client.HTTPConnection(HOST, port, timeout=2)
-        try:
-            conn.request("GET", "/readyz")
-            if conn.getresponse().status == 200 and log_path.read_bytes().count(STARTED) >= workers:
-                return
-        except OSError:
-            pass
-        finally:
-            conn.close()
-        time.sleep(0.1)
-    raise BenchError(f"spamfilter serve was not ready within {READY_SECONDS:g} s")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server (uvicorn stops its workers), SIGKILL if it has not exited within
-    20 s, then SIGKILL to whatever is left of the process group it was started in."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    # A worker the server left behind: the group is the one the server was started in.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)

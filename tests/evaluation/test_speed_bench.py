@@ -19,7 +19,7 @@ import pytest
 
 from app.config import mask_url
 from app.errors import InvalidMessage
-from app.evaluation import speed_report, speed_run
+from app.evaluation import bench_servers, speed_report, speed_run
 from app.evaluation.corpus import CorpusItem, load_corpus
 from app.evaluation.loadgen import LoadResult
 from app.evaluation.speed_bench import (
@@ -303,7 +303,7 @@ def test_a_plan_loads_the_corpus_and_refuses_one_message(tmp_path: Path) -> None
     plan = speed_run.Plan(corpus=root, settings=_settings(), limit=4)
     split = speed_run.load_split(plan)
     assert isinstance(split, Split) and len(split.train) == 2 and len(split.test) == 2
-    with pytest.raises(speed_run.BenchError, match="at least 2"):
+    with pytest.raises(bench_servers.BenchError, match="at least 2"):
         speed_run.load_split(speed_run.Plan(corpus=root, settings=_settings(), limit=1))
 
 
@@ -318,7 +318,7 @@ def test_processes_never_ask_a_server_and_use_the_bench_database(
 ) -> None:
     monkeypatch.setenv("SPAMFILTER_FILTER_URL", "http://127.0.0.1:8000")
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", "sqlite:///configured.db")
-    env = speed_run.environment("sqlite:///tmp/bench.db")
+    env = bench_servers.environment("sqlite:///tmp/bench.db")
     assert "SPAMFILTER_FILTER_URL" not in env
     assert env["SPAMFILTER_DATABASE_URL"] == "sqlite:///tmp/bench.db"
 
@@ -351,7 +351,7 @@ def test_a_server_is_ready_once_every_worker_has_started(tmp_path: Path) -> None
         def log_message(self, *_args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer((speed_run.HOST, 0), Ready)
+    server = http.server.ThreadingHTTPServer((bench_servers.HOST, 0), Ready)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     log = tmp_path / "serve.log"
     log.write_bytes(b"INFO: Application startup complete.\n")
@@ -368,9 +368,9 @@ def test_a_server_is_ready_once_every_worker_has_started(tmp_path: Path) -> None
     try:
         second.start()
         start = time.monotonic()
-        speed_run.wait_ready(server.server_address[1], Running(), log, workers=2)  # type: ignore[arg-type]
+        bench_servers.wait_ready(server.server_address[1], Running(), log, workers=2)  # type: ignore[arg-type]
         assert time.monotonic() - start >= 0.45
-        assert log.read_bytes().count(speed_run.STARTED) == 2
+        assert log.read_bytes().count(bench_servers.STARTED) == 2
     finally:
         second.cancel()
         server.shutdown()
