@@ -14,7 +14,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Connection, Table, and_, bindparam, func, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Table,
+    and_,
+    bindparam,
+    func,
+    update,
+)
 from sqlalchemy.sql.elements import ColumnClause
 
 
@@ -119,8 +129,38 @@ def increment_returning(
     if not rows:
         return []
     added = _changed(table, rows[0], exclude, replace)
+    if conn.dialect.name == "postgresql":
+        return _increment_unnest(conn, table, rows, added, replace, returned)
     stmt = _returning(_upsert(conn, table, added, replace), table, tuple(returned))
     return [tuple(row) for row in conn.execute(stmt, list(rows))]
+
+
+def _increment_unnest(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    added: Sequence[str],
+    replace: Sequence[str],
+    returned: Sequence[str],
+) -> list[Sequence[Any]]:
+    """``increment_returning`` on PostgreSQL, as one statement of arrays (``unnest``).
+
+    Why: SQLAlchemy sends a RETURNING executemany as one multi-row VALUES whose text changes
+    with the row count, so psycopg parsed every learn's statement anew (~2 ms for a
+    message's ~300 rows, a fifth of a learn); this text depends only on the columns, and the
+    driver parses and prepares it once."""
+    updates = [f"{c} = {table.name}.{c} + excluded.{c}" for c in added]
+    updates += [f"{c} = excluded.{c}" for c in replace]
+    keys = _key_names(table)
+    suffix = (
+        f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(updates)}"
+        f" RETURNING {', '.join([*keys, *returned])}"
+    )
+    result = _insert_unnest(conn, table, rows, list(rows[0]), suffix)
+    try:
+        return list(result.cursor.fetchall())
+    finally:
+        result.close()
 
 
 @functools.lru_cache(maxsize=64)
@@ -286,11 +326,11 @@ def _insert_unnest(
     rows: Sequence[Mapping[str, Any]],
     names: Sequence[str],
     suffix: str,
-) -> None:
+) -> CursorResult[Any]:
     types = [_PG_TYPES[type(table.c[n].type).__name__] for n in names]
     arrays = ", ".join(f"%s::{t}[]" for t in types)
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM unnest({arrays}){suffix}"
-    conn.exec_driver_sql(sql, tuple([row[n] for row in rows] for n in names))
+    return conn.exec_driver_sql(sql, tuple([row[n] for row in rows] for n in names))
 
 
 def snapshot_reads(conn: Connection) -> None:
