@@ -158,10 +158,8 @@ def _forget_in(tx: Transaction, scope: str, analysed: Analysed) -> Outcome:
 def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | None:
     """The learned record of a message: under its digest, or under the digest an older
     version gave the same bytes (see ``ParsedMessage.legacy_digest``)."""
-    record = tx.learned(scope, analysed.digest)
-    if record is None and analysed.legacy_digest is not None:
-        record = tx.learned(scope, analysed.legacy_digest)
-    return record
+    legacy = () if analysed.legacy_digest is None else (analysed.legacy_digest,)
+    return tx.learned(scope, analysed.digest, *legacy)
 
 
 def feedback_label(value: str) -> Label:

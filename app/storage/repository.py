@@ -194,17 +194,21 @@ class Transaction:
         self._cache.check(scope, rows)
         return ModelTotals(labels, int(vocabulary))
 
-    def learned(self, scope: str, digest: str) -> LearnedRecord | None:
-        """The learned-message record, locked for update where the database supports it."""
+    def learned(self, scope: str, digest: str, *others: str) -> LearnedRecord | None:
+        """The learned-message record of ``digest``, else of the first of ``others`` that
+        has one (one query), locked for update where the database supports it."""
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return None
+        wanted = [digest, *others]
+        table = learned_message
         query = (
-            select(learned_message)
-            .where(learned_message.c.scope_id == scope_id, learned_message.c.digest == digest)
+            select(table)
+            .where(table.c.scope_id == scope_id, table.c.digest.in_(wanted))
             .with_for_update()
         )
-        row = self._conn.execute(query).first()
+        rows = {row.digest: row for row in self._conn.execute(query)}
+        row = next((rows[d] for d in wanted if d in rows), None)
         if row is None:
             return None
         return LearnedRecord(

@@ -72,6 +72,25 @@ def test_counts_totals_and_records_read_back(engine: sa.Engine) -> None:
     assert record.learned_at is not None
 
 
+def test_a_record_is_found_under_the_first_digest_that_has_one(engine: sa.Engine) -> None:
+    store = Store(engine)
+    first, second, none = "a" * 64, "b" * 64, "c" * 64
+    with store.transaction(write=True) as tx:
+        assert tx.claim("s", second, "ham", {1: 1})
+    with store.transaction(write=False) as tx:
+        assert tx.learned("s", none) is None
+        found = tx.learned("s", none, second)
+        assert found is not None and (found.digest, found.label) == (second, "ham")
+    with store.transaction(write=True) as tx:
+        assert tx.claim("s", first, "spam", {2: 1})
+    with store.transaction(write=False) as tx:
+        for order in ((first, second), (first, none, second)):
+            found = tx.learned("s", *order)
+            assert found is not None and (found.digest, found.label) == (first, "spam")
+        found = tx.learned("s", second, first)
+        assert found is not None and found.digest == second
+
+
 def test_schema_revision_of_an_empty_database(database_url: str) -> None:
     engine = make_engine(database_url)
     try:
