@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from click.testing import CliRunner, Result
 
+from app.api import workers
 from app.cli import cli
 from app.service import SpamFilter
 from tests.adapters.pipe.conftest import FILTER, train
@@ -120,7 +120,7 @@ def test_serve_hands_the_file_to_its_workers(
     def run(app: str, **options: Any) -> None:
         started.append({"port": options["port"], "config": os.environ.get("SPAMFILTER_CONFIG")})
 
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(workers, "run_server", run)
     monkeypatch.chdir(tmp_path)
     result = invoke("--config", "spamfilter.toml", "serve")
     assert result.exit_code == 0, result.output
