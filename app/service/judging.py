@@ -1,8 +1,9 @@
-"""Judging a message: bytes to tokens, tokens to counts, counts to a verdict and its report.
+"""Judging a message: bytes to tokens (``reading``), tokens to counts, counts to a verdict
+and its report.
 
-``Judge`` holds what shapes tokens and scores (tokenizer limits, model settings,
-thresholds); it opens read transactions of its own for ``classify`` and scores inside the
-learner's write transaction for thick training (``evaluate``).
+``Judge`` holds what shapes tokens and scores (its reader, model settings, thresholds); it
+opens read transactions of its own for ``classify`` and scores inside the learner's write
+transaction for thick training (``evaluate``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from app.domain import fallback
 from app.domain import naive_bayes as nb
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label
-from app.domain.message import MimeLimits, NotAMessage, header_field, parse, parse_text
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -24,9 +24,9 @@ from app.domain.spam_headers import (
     spam_headers,
     spam_score,
 )
-from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
-from app.errors import InvalidMessage, MessageTooLarge
+from app.domain.tokenizer import token_kind
 from app.service.cutoffs import CutOffs
+from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
 from app.settings import Settings
@@ -60,21 +60,8 @@ class Evaluation:
         return shown
 
 
-# A Message-ID is kept for logs only: at most this many characters, printable ASCII.
-_MESSAGE_ID_LIMIT = 250
-
-
 def _spam_odds(scored: nb.Scored) -> float:
     return scored.log_odds(Label.SPAM, Label.HAM)
-
-
-def _printable(text: str) -> str:
-    return "".join(c for c in text if " " < c < "\x7f")
-
-
-def _shown(text: str) -> str | None:
-    """A header value fit for a history line: control characters become spaces."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or None
 
 
 class Judge:
@@ -83,56 +70,15 @@ class Judge:
     def __init__(self, store: Store, settings: Settings) -> None:
         self._store = store
         self._settings = settings
-        limits = settings.tokenizer
-        self._options = TokenizerOptions(
-            max_token_length=limits.max_token_length,
-            max_tokens=limits.max_tokens,
-            max_header_bytes=limits.max_header_bytes,
-            max_header_tokens=limits.max_header_tokens,
-            max_comment_depth=limits.max_comment_depth,
-            max_html_depth=limits.max_html_depth,
-        )
-        self._mime_limits = MimeLimits(limits.max_mime_depth, limits.max_mime_parts)
+        self.reader = Reader(settings)
         # The spam cut-off is chosen per verdict (``cutoffs``); these are fixed.
         self._ham_cutoff = settings.decision.ham_log_odds
         self.min_messages = settings.decision.min_messages
         self.cutoffs = CutOffs(settings)
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
-        """Parse and tokenise ``raw`` read as ``form``; raises MessageTooLarge or
-        InvalidMessage. With ``legacy``, the digest an older version gave the same bytes too
-        (learning needs it)."""
-        limit = self._settings.server.max_message_bytes
-        if len(raw) > limit:
-            raise MessageTooLarge(f"message is {len(raw)} bytes; the limit is {limit}")
-        scan = self._settings.tokenizer.scan_bytes
-        read_as = "rfc822"
-        try:
-            if form == "text":
-                read_as, parsed = "text", parse_text(raw, scan)
-            else:
-                parsed = parse(raw, scan, self._mime_limits, legacy)
-        except NotAMessage as error:
-            if form != "auto":
-                raise InvalidMessage(str(error)) from error
-            try:
-                read_as, parsed = "text", parse_text(raw, scan)
-            except NotAMessage as text_error:
-                raise InvalidMessage(str(text_error)) from text_error
-        tokens = tokenize(parsed, self._options)
-        message_id = header_field(parsed.message, "Message-ID", _MESSAGE_ID_LIMIT)[0].strip()
-        sender = header_field(parsed.message, "From", _MESSAGE_ID_LIMIT)[0].strip()
-        subject = header_field(parsed.message, "Subject", _MESSAGE_ID_LIMIT)[0].strip()
-        return Analysed(
-            parsed.digest,
-            tokens,
-            parsed.truncated,
-            parsed.legacy_digest,
-            read_as,
-            _printable(message_id) or None,
-            _shown(sender),
-            _shown(subject),
-        )
+        """``raw`` read as ``form`` (see ``Reader.analyse``)."""
+        return self.reader.analyse(raw, legacy, form)
 
     def classify(self, analysed: Analysed, models: Models) -> Classification:
         """Score ``analysed`` against the learned counts of ``models`` (read-only)."""

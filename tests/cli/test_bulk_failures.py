@@ -18,7 +18,7 @@ import pytest
 import app.cli.context
 import app.cli.messages
 from app.cli.mailboxes import Found, Source, Unreadable
-from app.cli.messages import FAILED, apply, summary
+from app.cli.messages import FAILED, apply, load, summary
 from app.cli.progress import Bar
 from app.errors import StorageUnavailable
 from app.evaluation.hostile import shape
@@ -237,10 +237,10 @@ def test_apply_counts_read_failures_and_lets_run_errors_through() -> None:
         _source("never", lambda: b"ok"),
     ]
     with pytest.raises(StorageUnavailable):
-        apply(found, Bar(None, len(found), "x"), work, counts)
+        apply(load(found), Bar(None, len(found), "x"), work, counts)
     assert counts == Counter({"learned": 1, FAILED: 2})
     with pytest.raises(BrokenPipeError):
-        apply([_source("pipe", lambda: b"pipe")], Bar(None, 1, "x"), work, Counter())
+        apply(load([_source("pipe", lambda: b"pipe")]), Bar(None, 1, "x"), work, Counter())
 
 
 def test_the_learn_program_fails_in_one_line_as_a_process(tmp_path: Path) -> None:

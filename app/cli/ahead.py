@@ -1,0 +1,46 @@
+"""``learn --jobs``: the next messages of a bulk learn read in other processes while this
+one learns (``app.service.read_ahead``).
+
+Nothing changes but the time: the messages are learned here, in the order found, and a
+message that other process could not read is read again here, so it fails (and is reported)
+exactly as it would have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+
+from app.cli.mailboxes import Found
+from app.cli.messages import Loaded, Loader, load
+from app.settings import Settings
+
+
+def processes_for(jobs: int | None, messages: int) -> int:
+    """``--jobs`` when given, else what suits a run of ``messages``
+    (``read_ahead.reading_processes``)."""
+    if jobs is not None:
+        return jobs
+    from app.service.read_ahead import reading_processes
+
+    return reading_processes(messages)
+
+
+def ahead(settings: Settings, processes: int) -> Loader:
+    """A loader (see ``messages.run_task``) whose messages come read by ``processes`` other
+    processes, as learn reads them (with the legacy digest); none: ``messages.load``."""
+    if processes < 1:
+        return load
+
+    def loader(found: Sequence[Found]) -> Iterator[Loaded]:
+        from app.service.read_ahead import read_ahead
+
+        entries = ((entry, _raw(entry)) for entry in load(found))
+        for entry, analysed in read_ahead(settings, entries, processes, legacy=True):
+            yield entry if analysed is None else dataclasses.replace(entry, content=analysed)
+
+    return loader
+
+
+def _raw(entry: Loaded) -> bytes | None:
+    return entry.content if entry.problem is None and isinstance(entry.content, bytes) else None
