@@ -17,16 +17,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.errors import InvalidMessage, MessageTooLarge
 from app.evaluation.corpus import CorpusItem
 
+if TYPE_CHECKING:
+    from app.service import Analysed
+
 Clock = Callable[[], float]
-Learn = Callable[[bytes, str], str]
-"""Learns a raw message with a label ("spam" | "ham"); returns the outcome's name."""
+Learn = Callable[["bytes | Analysed", str], str]
+"""Learns a message (raw, or read ahead) with a label ("spam" | "ham"); returns the outcome's
+name."""
 Classify = Callable[[bytes], str]
 """Classifies a raw message; returns the verdict ("spam" | "ham" | "unsure")."""
 Read = Callable[[Path], bytes]
+LearnRead = Callable[[Path], "bytes | Analysed"]
+"""Reads a message to learn: its bytes, or its analysis when it was read ahead."""
 Runner = Callable[[Sequence[str], bytes], tuple[int, bytes]]
 """Runs a program with bytes on its stdin; returns (exit status, stdout)."""
 Spawn = Callable[[], int]
@@ -97,7 +104,7 @@ class Bulk:
 def time_learn(
     items: Sequence[CorpusItem],
     learn: Learn,
-    read: Read = Path.read_bytes,
+    read: LearnRead = Path.read_bytes,
     clock: Clock = time.perf_counter,
 ) -> Batch:
     """Read and learn every item with its gold label, as ``spamfilter learn`` does; a message
