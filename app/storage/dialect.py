@@ -333,6 +333,17 @@ def _insert_unnest(
     return conn.exec_driver_sql(sql, tuple([row[n] for row in rows] for n in names))
 
 
+def refresh_statistics(conn: Connection, tables: Sequence[Table]) -> None:
+    """Gather the planner's statistics of ``tables`` now (PostgreSQL's ``ANALYZE``), waiting
+    at most a second for a lock autovacuum may hold; nothing on SQLite, whose reads by id
+    list go by the primary key whatever its statistics."""
+    if conn.dialect.name != "postgresql":
+        return
+    conn.exec_driver_sql("SET LOCAL lock_timeout = '1s'")
+    for table in tables:
+        conn.exec_driver_sql(f"ANALYZE {table.name}")
+
+
 def snapshot_reads(conn: Connection) -> None:
     """Make the rest of this transaction read one snapshot (before its first statement).
 

@@ -93,6 +93,11 @@ class Transaction:
         """Expiry of old and rare tokens, in this transaction (see ``expiry.py``)."""
         return Expiry(self._conn, self._scopes)
 
+    def refresh_statistics(self) -> None:
+        """The query planner's statistics of the count tables, gathered now (see
+        ``dialect.refresh_statistics``)."""
+        dialect.refresh_statistics(self._conn, [token_count, learned_message])
+
     def activity(self) -> Activity:
         """The console's history and per-minute counts, in this transaction."""
         return Activity(self._conn)

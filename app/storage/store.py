@@ -127,6 +127,13 @@ class Store:
         except DBAPIError as error:
             raise translate(error) from error
 
+    def refresh_statistics(self) -> None:
+        """Gather the query planner's statistics of the count tables now, in a transaction
+        of their own (PostgreSQL; nothing to do on SQLite)."""
+        if self.dialect_name == "postgresql":
+            with self.transaction(write=True) as tx:
+                tx.refresh_statistics()
+
     def dispose(self) -> None:
         """Close every pooled connection."""
         self._engine.dispose()

@@ -176,3 +176,74 @@ def test_the_cap_and_age_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("SPAMFILTER_MAX_TOKEN_AGE_DAYS", "45")
     settings = Settings(_env_file=None)
     assert (settings.max_tokens, settings.max_token_age_days) == (123, 45)
+
+
+def test_statistics_are_gathered_each_time_a_scope_doubles_from_the_threshold_on(
+    make_service: MakeService, make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule on its own: first sight is the baseline, then every doubling of a scope's
+    vocabulary (from STATISTICS_FROM tokens) gathers statistics once, whichever scope."""
+    service = make_service(make_settings())
+    upkeep = service._trainer._upkeep  # the service's own
+    gathered: list[int] = []
+    monkeypatch.setattr(upkeep._store, "refresh_statistics", lambda: gathered.append(1))
+    start = upkeep_module.STATISTICS_FROM
+    steps = [
+        ({"a": 300}, 0),  # first sight: the baseline
+        ({"a": 900}, 0),  # tripled, but still below the threshold
+        ({"a": start}, 1),
+        ({"a": 2 * start - 1}, 0),
+        ({"b": 50 * start}, 0),  # another scope's first sight
+        ({"a": 2 * start, "b": 50 * start + 5}, 1),
+        ({"b": 100 * start}, 1),
+        ({}, 0),
+    ]
+    for grown, expected in steps:
+        before = len(gathered)
+        upkeep.after_learn(grown)
+        assert len(gathered) - before == expected, grown
+
+
+def test_a_growing_model_gets_its_statistics_without_waiting_for_autovacuum(
+    make_service: MakeService, make_settings: MakeSettings, database_url: str
+) -> None:
+    """On PostgreSQL the planner has statistics of the count table once a new model passes
+    STATISTICS_FROM tokens (reltuples is -1 until a table is first analysed); on SQLite
+    gathering them is nothing at all."""
+    service = make_service(make_settings(training_mode="everything"))
+    rng = random.Random(8)
+    serial = 0
+    while service.stats().vocabulary < upkeep_module.STATISTICS_FROM:
+        service.learn(*message(rng, serial))
+        serial += 1
+    if not database_url.startswith("postgresql"):
+        return
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            tuples = conn.exec_driver_sql(
+                "SELECT reltuples FROM pg_class WHERE oid = 'token_count'::regclass"
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert tuples >= upkeep_module.STATISTICS_FROM
+
+
+def test_failing_to_gather_statistics_is_logged_and_the_learn_still_succeeds(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(upkeep_module, "STATISTICS_FROM", 1)
+    service = make_service(make_settings())
+
+    def broken() -> None:
+        raise RuntimeError("lock timeout")
+
+    monkeypatch.setattr(service._trainer._upkeep._store, "refresh_statistics", broken)
+    rng = random.Random(9)
+    with caplog.at_level(logging.ERROR, logger="app.service.upkeep"):
+        for serial in range(3):
+            assert service.learn(*message(rng, serial)).outcome is Outcome.LEARNED
+    assert "gathering table statistics failed" in caplog.text
