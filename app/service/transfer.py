@@ -22,6 +22,7 @@ generation bumped, so processes that cache its counts reload them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ from app.storage.transfer import BATCH, LearnedRow, ModelRows, TokenRow
 
 ImportMode = Literal["new", "merge", "replace"]
 _LEARNED_BATCH = 1_000  # learned records carry their bags (~3 KB each on real mail)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +112,14 @@ class Transfer:
                     importer.take(number, record)
             except UnicodeDecodeError as error:
                 raise InvalidDataFile(f"the file is not UTF-8 text: {error.reason}") from None
-            return importer.finish()
+            result = importer.finish()
+        # The tables may have grown many times over: without statistics PostgreSQL would
+        # read the new model's counts by whole-table scans until autovacuum (see upkeep).
+        try:
+            self._store.refresh_statistics()
+        except Exception:  # the import is committed: it must not fail for this
+            log.exception("gathering table statistics after the import failed")
+        return result
 
     def backup(self, destination: Path, overwrite: bool = False) -> int:
         """Copy the live SQLite database to ``destination`` (size in bytes); TransferRefused

@@ -297,6 +297,14 @@ def test_sqlite_to_postgresql_and_back_gives_identical_files_and_scores(
     pg = make_service(settings(postgres_url))
     pg.import_models(io.StringIO(text))
     assert exported(pg) == text
+    with reader(postgres_url).connect() as conn:  # statistics gathered after the import
+        planned, stored = conn.execute(
+            sa.text(
+                "SELECT c.reltuples, (SELECT count(*) FROM token_count) FROM pg_class c "
+                "WHERE c.oid = 'token_count'::regclass"
+            )
+        ).one()
+    assert planned == stored > 0
     back = make_service(settings(f"sqlite:///{tmp_path / 'back.db'}"))
     back.import_models(io.StringIO(exported(pg)))
     assert exported(back) == text
