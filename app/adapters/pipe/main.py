@@ -96,10 +96,26 @@ def run(
         stdout.flush()
     except OSError as error:
         stderr.write(f"{PROGRAM}: cannot write the message: {describe(error)}\n")
+        _discard(stdout)
         return ExitCode.ERROR
     if exit_zero and filtered.code is not ExitCode.ERROR:
         return 0
     return int(filtered.code)
+
+
+def _discard(stream: BinaryIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null. What a failed write left in its buffer is
+    written again when the interpreter flushes it on the way out; failing again there makes
+    the exit status 120 instead of 3 (stdout is buffered unless PYTHONUNBUFFERED is set)."""
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, descriptor)
+    finally:
+        os.close(null)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
