@@ -96,7 +96,13 @@ def build(settings: Settings, recorded: bool = True) -> SpamFilter:
     evaluations, on databases of their own, pass False."""
     from app.bootstrap import build_service
 
-    return build_service(settings, migrate=True, record=recorded)
+    service = build_service(settings, migrate=True, record=recorded)
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        # Closed when the command ends rather than at interpreter exit: the console's
+        # recorder writes what it holds while the database is surely still there.
+        context.call_on_close(service.close)
+    return service
 
 
 def user_option(help_text: str) -> Callable[[F], F]:

@@ -259,3 +259,23 @@ def test_the_database_url_option_wins_over_the_environment(
     result = run("--database-url", other, *command, input=plain("x", "y"))
     assert result.exit_code == 0, result.output
     assert (tmp_path / "other.db").exists()
+
+
+def test_a_commands_recorded_calls_are_written_when_it_ends(run: Run, cli_database: str) -> None:
+    """The console's recorder is flushed as the command ends, not at interpreter exit (when
+    the database may be gone): the calls are in the database as soon as it returns."""
+    import sqlalchemy as sa
+
+    from app.storage.tables import activity_minute
+    from tests.storage.snapshot import reader
+
+    result = run("learn", "--label", "ham", "-q", "-", input=messages("ham", 1)[0])
+    assert result.exit_code == 0, result.output
+    engine = reader(cli_database)
+    try:
+        with engine.connect() as conn:
+            query = sa.select(activity_minute.c.adapter, activity_minute.c.action)
+            recorded = {(adapter, action) for adapter, action in conn.execute(query)}
+    finally:
+        engine.dispose()
+    assert ("cli", "learn") in recorded
