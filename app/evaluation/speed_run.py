@@ -170,9 +170,6 @@ def _bulk(work: _Work, backend: str) -> Bulk:
                 lambda message, label: _learn(service, message, label),
                 read=_reading_ahead(work),
             )
-            if backend == "postgresql":
-                # The steady state: autovacuum would have analysed the new tables soon after.
-                scratch_schema.analyze(url)
             work.progress(f"{backend}: classifying {len(work.split.test)} messages")
             classified = time_classify(work.split.test, lambda raw: _verdict(service, raw, scores))
         finally:
@@ -254,7 +251,6 @@ def _database(work: _Work, backend: str, trained: bool) -> Iterator[str]:
                 time_learn(work.split.train, lambda raw, label: _learn(service, raw, label))
             finally:
                 service.close()
-            scratch_schema.analyze(url)  # as in _bulk: the steady state
         yield url
 
 

@@ -76,22 +76,6 @@ def schema_bytes(url: str) -> int:
     return int(row[0]) if row else 0
 
 
-def analyze(url: str) -> None:
-    """Table statistics for the schema ``url``'s search_path names (``ANALYZE``), as
-    PostgreSQL's autovacuum gathers them within a minute or so of a table's growth. Until
-    then the planner knows nothing of a table just filled, and a count query by a list of
-    ids may scan the whole table (measured: 3.2 ms instead of 0.16 ms a classification)."""
-    from psycopg import sql
-
-    with _admin(url) as conn:
-        tables = conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
-        ).fetchall()
-        for (table,) in tables:
-            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-
-
 @contextmanager
 def _admin(url: str) -> Iterator[Any]:
     import psycopg

@@ -374,29 +374,3 @@ def test_a_server_is_ready_once_every_worker_has_started(tmp_path: Path) -> None
     finally:
         second.cancel()
         server.shutdown()
-
-
-def test_a_scratch_schema_gets_its_table_statistics_on_demand() -> None:
-    """``analyze`` gives the planner what autovacuum would, so the bench measures reads of a
-    model just learned as they run once statistics exist."""
-    import os
-
-    import psycopg
-
-    url = os.environ.get("SPAMFILTER_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("set SPAMFILTER_TEST_POSTGRES_URL to run the PostgreSQL tests")
-    with (
-        scratch_schema.scratch_schema(url) as scoped,
-        psycopg.connect(scratch_schema.conninfo(scoped), autocommit=True) as conn,
-    ):
-        conn.execute("CREATE TABLE filled (n integer)")
-        conn.execute("INSERT INTO filled SELECT generate_series(1, 5000)")
-
-        def reltuples() -> float:
-            row = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'filled'")
-            return float(row.fetchone()[0])  # type: ignore[index]
-
-        assert reltuples() < 0  # never analysed: the planner guesses
-        scratch_schema.analyze(scoped)
-        assert reltuples() == 5000
