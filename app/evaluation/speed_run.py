@@ -125,7 +125,8 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         f"ham {_count(split.train, 'ham')})",
         "classified": f"last {len(split.test)}",
         "limit": "none" if plan.limit is None else plan.limit,
-        "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats)",
+        "training": f"{settings.training_mode} (margin {settings.training_margin:g} nats), "
+        f"read ahead in {reading_processes(len(split.train))} other process(es) as learn does",
         "model": f"{settings.model.kind}, top {settings.model.top_tokens} tokens",
         "databases": ", ".join(plan.backends)
         + (f" ({mask_url(plan.postgres_url)})" if plan.postgres_url else ""),
@@ -212,7 +213,6 @@ def _reading_ahead(work: _Work) -> Callable[[Path], bytes | Analysed]:
     the service to fail on as usual)."""
     items = work.split.train
     processes = reading_processes(len(items))
-    work.doc["notes"].append(f"bulk learn: messages read ahead in {processes} other process(es)")
     if not processes:
         return Path.read_bytes
     entries = ((item.path, item.path.read_bytes()) for item in items)

@@ -63,8 +63,8 @@ class Reader:
             parsed.legacy_digest,
             read_as,
             _printable(message_id) or None,
-            shown(sender),
-            shown(subject),
+            _shown(sender),
+            _shown(subject),
         )
 
 
@@ -72,6 +72,6 @@ def _printable(text: str) -> str:
     return "".join(c for c in text if " " < c < "\x7f")
 
 
-def shown(text: str) -> str | None:
+def _shown(text: str) -> str | None:
     """A header value fit for a history line: control characters become spaces."""
     return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or None
