@@ -145,34 +145,75 @@ def multinomial(
     """
     if distinct is not None:
         evidence = distinct_evidence(evidence, distinct, group)
-    contributions: dict[str, dict[str, float]] = {}
+    labels = list(totals)
     # smoothed_log_prob inlined, its denominator's log taken once per label: the same
     # operations in the same order (so the same floating-point values), a third of the time.
-    denominators = [(label, t.tokens + alpha * vocabulary) for label, t in totals.items()]
-    logs = [(label, _log_or_none(d), d) for label, d in denominators]
-    for item in evidence:
-        n, counts, per = item.in_message, item.counts, {}
-        for label, log_d, d in logs:
-            numerator = counts.get(label, 0) + alpha
-            if numerator <= 0:
-                per[label] = n * NEG_INF
-            else:
-                per[label] = n * (math.log(numerator) - (math.log(d) if log_d is None else log_d))
-        contributions[item.token] = per
-    if top is not None:
-        contributions = most_decisive(contributions, top, group)
+    denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
+    logs = [math.log(d) if d > 0 else None for d in denominators]
+    if len(labels) == 2 and None not in logs:
+        rows = _pair_rows(evidence, labels, logs, alpha)
+    else:
+        rows = _rows(evidence, labels, denominators, alpha)
+    if top is None:
+        chosen = [(token, values, "") for _, token, values in rows]
+    else:
+        chosen = _choose(rows, top, group)
         if floor is not None:
-            contributions = normalise_length(contributions, top, floor, group)
+            weights = _weights([key for _, _, key in chosen], top, floor)
+            chosen = [
+                (token, tuple([weights[key] * v for v in values]), key)
+                for token, values, key in chosen
+            ]
     log_joint = log_priors({label: t.messages for label, t in totals.items()})
-    for per_label in contributions.values():
-        for label, value in per_label.items():
+    contributions: dict[str, dict[str, float]] = {}
+    for token, values, _ in chosen:
+        contributions[token] = dict(zip(labels, values, strict=True))
+        for label, value in zip(labels, values, strict=True):
             log_joint[label] += value
     return Scored(log_joint, normalise(log_joint), contributions)
 
 
-def _log_or_none(value: float) -> float | None:
-    """log(value), or None where math.log would raise (left to raise where it is used)."""
-    return math.log(value) if value > 0 else None
+# A token's row: minus its spread (max - min of its contributions), the token, and its
+# contributions in label order. Sorting rows ranks the tokens as ``most_decisive`` does.
+Row = tuple[float, str, tuple[float, ...]]
+
+
+def _rows(
+    evidence: Iterable[Evidence], labels: Sequence[str], denominators: Sequence[float], alpha: float
+) -> list[Row]:
+    """Every token's row, for any number of labels."""
+    rows: list[Row] = []
+    for item in evidence:
+        n, counts, values = item.in_message, item.counts, []
+        for label, d in zip(labels, denominators, strict=True):
+            numerator = counts.get(label, 0) + alpha
+            if numerator <= 0:
+                values.append(n * NEG_INF)
+            else:
+                values.append(n * (math.log(numerator) - math.log(d)))
+        rows.append((-(max(values) - min(values)), item.token, tuple(values)))
+    return rows
+
+
+def _pair_rows(
+    evidence: Iterable[Evidence], labels: Sequence[str], logs: Sequence[float | None], alpha: float
+) -> list[Row]:
+    """``_rows`` for two labels whose denominators are positive: the same values, unrolled
+    (a message has hundreds of tokens, and this is most of a classify's arithmetic). The
+    spread |a - b| equals max - min exactly: a - b and b - a round alike."""
+    first, second = labels
+    log_first, log_second = logs
+    assert log_first is not None and log_second is not None
+    log, inf = math.log, NEG_INF
+    rows: list[Row] = []
+    for item in evidence:
+        n, get = item.in_message, item.counts.get
+        x = get(first, 0) + alpha
+        a = n * (log(x) - log_first) if x > 0 else n * inf
+        y = get(second, 0) + alpha
+        b = n * (log(y) - log_second) if y > 0 else n * inf
+        rows.append((-abs(a - b), item.token, (a, b)))
+    return rows
 
 
 def distinct_evidence(
@@ -228,18 +269,27 @@ def most_decisive(
     evidence (say, a dozen correlated relay tokens) cannot crowd out another.
     """
 
-    def spread(item: tuple[str, Mapping[str, float]]) -> tuple[float, str]:
-        values = item[1].values()
-        return (-(max(values) - min(values)), item[0])
+    rows = []
+    for token, per_label in contributions.items():
+        values = tuple(per_label.values())
+        rows.append((-(max(values) - min(values)), token, values))
+    return {token: dict(contributions[token]) for token, _, _ in _choose(rows, top, group)}
 
+
+def _choose(
+    rows: Iterable[Row], top: int, group: Callable[[str], str] | None
+) -> list[tuple[str, tuple[float, ...], str]]:
+    """``most_decisive`` over rows: the chosen tokens, most decisive first, each with its
+    contributions and its group's name."""
     budget = max(top, 0)
     taken: dict[str, int] = {}
-    chosen: dict[str, dict[str, float]] = {}
-    for token, per_label in sorted(contributions.items(), key=spread):
+    chosen: list[tuple[str, tuple[float, ...], str]] = []
+    for _, token, values in sorted(rows):
         key = "" if group is None else group(token)
-        if taken.get(key, 0) < budget:
-            taken[key] = taken.get(key, 0) + 1
-            chosen[token] = dict(per_label)
+        held = taken.get(key, 0)
+        if held < budget:
+            taken[key] = held + 1
+            chosen.append((token, values, key))
     return chosen
 
 
@@ -256,16 +306,20 @@ def normalise_length(
     strength, but never by more than ``top / floor``.
     """
     keys = {token: "" if group is None else group(token) for token in contributions}
+    weights = _weights(list(keys.values()), top, floor)
+    return {
+        token: {label: weights[keys[token]] * value for label, value in per_label.items()}
+        for token, per_label in contributions.items()
+    }
+
+
+def _weights(keys: Sequence[str], top: int, floor: int) -> dict[str, float]:
+    """``normalise_length``'s weight of each group, given the group of every token scored."""
     sizes: dict[str, int] = {}
-    for key in keys.values():
+    for key in keys:
         sizes[key] = sizes.get(key, 0) + 1
     least = max(min(floor, top), 1)
-    weighted: dict[str, dict[str, float]] = {}
-    for token, per_label in contributions.items():
-        size = sizes[keys[token]]
-        weight = top / max(size, least) if size < top else 1.0
-        weighted[token] = {label: weight * value for label, value in per_label.items()}
-    return weighted
+    return {key: top / max(size, least) if size < top else 1.0 for key, size in sizes.items()}
 
 
 def bernoulli(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from app.domain import naive_bayes as nb
 
 TOTALS = {"ham": nb.ClassTotals(messages=10, tokens=100), "spam": nb.ClassTotals(10, 100)}
@@ -176,3 +179,64 @@ def test_distinct_keeps_the_first_token_by_text_whatever_the_order() -> None:
 def test_an_absent_label_and_a_zero_count_are_the_same_counts() -> None:
     items = [nb.Evidence("a", 1, {"spam": 12}), nb.Evidence("b", 1, {"ham": 0, "spam": 12})]
     assert [e.token for e in nb.distinct_evidence(items, 10)] == ["a"]
+
+
+def reference(
+    items: list[nb.Evidence],
+    totals: dict[str, nb.ClassTotals],
+    vocabulary: int,
+    top: int,
+    floor: int | None,
+) -> dict[str, float]:
+    """The joint log-likelihoods as the module's docstring writes them, one plain step at a
+    time: every contribution, the ``top`` most decisive of each kind (spread, then token
+    text), each kind's length weight, then the sum in that order."""
+    labels = list(totals)
+    per = {
+        e.token: [
+            e.in_message
+            * (math.log(e.counts.get(lb, 0) + 1.0) - math.log(totals[lb].tokens + vocabulary))
+            for lb in labels
+        ]
+        for e in items
+    }
+    ranked = sorted(per, key=lambda t: (-(max(per[t]) - min(per[t])), t))
+    chosen: list[str] = []
+    for token in ranked:
+        if sum(kind(t) == kind(token) for t in chosen) < top:
+            chosen.append(token)
+    joint = nb.log_priors({lb: t.messages for lb, t in totals.items()})
+    for token in chosen:
+        size = sum(kind(t) == kind(token) for t in chosen)
+        weight = 1.0 if floor is None or size >= top else top / max(size, min(floor, top))
+        for index, lb in enumerate(labels):
+            joint[lb] += (weight * per[token][index]) if floor is not None else per[token][index]
+    return joint
+
+
+@given(
+    labels=st.sampled_from([("ham", "spam"), ("spam", "ham"), ("a", "b", "c")]),
+    counts=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40), st.booleans()),
+        min_size=0,
+        max_size=40,
+    ),
+    top=st.integers(1, 12),
+    floor=st.one_of(st.none(), st.integers(1, 15)),
+)
+def test_the_score_is_the_documented_sum_to_the_last_bit(
+    labels: tuple[str, ...],
+    counts: list[tuple[int, int, int, bool]],
+    top: int,
+    floor: int | None,
+) -> None:
+    """Two labels take an unrolled path, any other number the general one: both must give
+    exactly (not just closely) the plain computation, or a cached and an uncached score of
+    one message could differ."""
+    items = [
+        nb.Evidence(("subject:" if field else "") + f"t{i}", 1 + i % 2, dict(zip(labels, c)))
+        for i, (*c, field) in enumerate(counts)
+    ]
+    totals = {lb: nb.ClassTotals(3 + i, 500 + 7 * i) for i, lb in enumerate(labels)}
+    scored = nb.multinomial(items, totals, 90, 1.0, top, kind, floor)
+    assert scored.log_joint == reference(items, totals, 90, top, floor)
