@@ -8,18 +8,25 @@ driver that is not installed.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from app.errors import ConfigurationError, StorageUnavailable
 
 EXPECTED = "sqlite:///PATH or postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE"
 # The drivers the storage layer is written and tested for (dialect.py knows these two).
 _SUPPORTED = {"sqlite": ("", "pysqlite"), "postgresql": ("psycopg",)}
+# A writer waiting for SQLite's lock tries again after 0.1 ms, then twice as long each time,
+# never more than 2 ms apart.
+_FIRST_PAUSE = 0.0001
+_LONGEST_PAUSE = 0.002
+_SQLITE_BUSY = 5  # sqlite3.SQLITE_BUSY; extended codes (BUSY_SNAPSHOT, ...) share its low byte
 
 
 def normalise_url(url: str) -> str:
@@ -91,7 +98,50 @@ def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        write = conn.get_execution_options().get("spamfilter_write", True)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        if conn.get_execution_options().get("spamfilter_write", True):
+            begin_immediate(conn, busy_timeout_ms / 1000)
+        else:
+            conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def begin_immediate(
+    conn: Connection,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """BEGIN IMMEDIATE on SQLite, trying again every fraction of a millisecond while another
+    writer holds the database, for up to ``timeout`` seconds; then its "database is locked".
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between tries, so a writer
+    that found the lock taken slept on well after a learn of a few milliseconds had let it go:
+    two processes learning at once managed fewer learns a second than one. The busy timeout
+    is off while this waits (``PRAGMA busy_timeout=0``) and back on for the rest of the
+    transaction.
+    """
+    driver = conn.connection.dbapi_connection
+    assert driver is not None
+    restore = driver.execute("PRAGMA busy_timeout").fetchone()[0]
+    driver.execute("PRAGMA busy_timeout=0")
+    try:
+        deadline = clock() + timeout
+        pause = _FIRST_PAUSE
+        while True:
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as error:
+                if not _is_busy(error) or clock() >= deadline:
+                    raise
+            sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE)
+    finally:
+        driver.execute(f"PRAGMA busy_timeout={int(restore)}")
+
+
+def _is_busy(error: OperationalError) -> bool:
+    """True for SQLITE_BUSY: another connection holds the lock."""
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
