@@ -42,7 +42,8 @@ def make_engine(url: str, pool_size: int = 5, busy_timeout_ms: int = 30_000) -> 
 
     SQLite runs in WAL mode with synchronous=NORMAL (readers never block the writer; a crash
     can lose the last commits but never corrupts) and a busy timeout, and pysqlite's own
-    transaction handling is replaced by explicit BEGIN [IMMEDIATE] (see ``_begin``).
+    transaction handling is replaced by explicit BEGIN, or BEGIN IMMEDIATE for a write, which
+    waits for another writer in short steps (``begin_immediate``).
     """
     parsed = parse_url(url)
     try:

@@ -71,7 +71,8 @@ class Store:
         """One transaction; committed on normal exit, rolled back on an exception.
 
         On SQLite a writing transaction starts with BEGIN IMMEDIATE, so concurrent writers
-        queue on the database lock (busy_timeout) instead of failing at their first write.
+        wait for the database lock (``engine.begin_immediate``: tried again every fraction
+        of a millisecond, up to the busy timeout) instead of failing at their first write.
         A write raises StorageUnavailable, and is never reported done, unless the database
         file at the path is the one the connection wrote to both before and after it.
         """

@@ -234,7 +234,11 @@ def test_the_score_is_the_documented_sum_to_the_last_bit(
     exactly (not just closely) the plain computation, or a cached and an uncached score of
     one message could differ."""
     items = [
-        nb.Evidence(("subject:" if field else "") + f"t{i}", 1 + i % 2, dict(zip(labels, c)))
+        nb.Evidence(
+            ("subject:" if field else "") + f"t{i}",
+            1 + i % 2,
+            dict(zip(labels, c[: len(labels)], strict=True)),
+        )
         for i, (*c, field) in enumerate(counts)
     ]
     totals = {lb: nb.ClassTotals(3 + i, 500 + 7 * i) for i, lb in enumerate(labels)}
