@@ -119,12 +119,11 @@ def begin_immediate(
     SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between tries, so a writer
     that found the lock taken slept on well after a learn of a few milliseconds had let it go:
     two processes learning at once managed fewer learns a second than one. The busy timeout
-    is off while this waits (``PRAGMA busy_timeout=0``) and back on for the rest of the
-    transaction.
+    is off while this waits (``PRAGMA busy_timeout=0``), and ``timeout`` again for the rest
+    of the transaction.
     """
     driver = conn.connection.dbapi_connection
     assert driver is not None
-    restore = driver.execute("PRAGMA busy_timeout").fetchone()[0]
     driver.execute("PRAGMA busy_timeout=0")
     try:
         deadline = clock() + timeout
@@ -139,7 +138,7 @@ def begin_immediate(
             sleep(pause)
             pause = min(pause * 2, _LONGEST_PAUSE)
     finally:
-        driver.execute(f"PRAGMA busy_timeout={int(restore)}")
+        driver.execute(f"PRAGMA busy_timeout={round(timeout * 1000)}")
 
 
 def _is_busy(error: OperationalError) -> bool:
