@@ -337,7 +337,13 @@ class ConsoleSettings(BaseModel):
     flush_seconds: float = Field(
         2.0, gt=0, le=300, description="recorded activity is written at least this often"
     )
-    flush_events: int = Field(500, ge=1, description="... or once this many events wait")
+    # Why 100: a flush runs in a thread of the worker, and while it packs the verdicts' tokens
+    # (~90 µs each) requests share the interpreter with it. serve, two workers, under the
+    # benchmark's load (bench speed --workers 2, two runs each in one session): HTTP classify
+    # p99 43-47 ms flushing 100 at a time, 74-80 ms flushing 500, 41-51 ms flushing 50; the
+    # same throughput (812-818, 810-840, 801-829 a second) and feedback (284-311, 281-321,
+    # 294-302). Writing 100 at a time costs ~104 µs a verdict, 500 ~89.
+    flush_events: int = Field(100, ge=1, description="... or once this many events wait")
     buffer_events: int = Field(
         5_000, ge=1, description="events held in memory at most; past it the oldest are lost"
     )
