@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -138,7 +139,23 @@ def test_app_factory_reads_settings_from_the_environment(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPAMFILTER_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
     monkeypatch.setenv("SPAMFILTER_API_TOKENS", "from-the-environment")
-    with TestClient(app_factory()) as client:
-        assert client.post("/v1/forget", content=HAMMY).status_code == 401
-        headers = {"Authorization": "Bearer from-the-environment"}
-        assert client.post("/v1/forget", content=HAMMY, headers=headers).status_code == 200
+    try:
+        with TestClient(app_factory()) as client:
+            assert client.post("/v1/forget", content=HAMMY).status_code == 401
+            headers = {"Authorization": "Bearer from-the-environment"}
+            assert client.post("/v1/forget", content=HAMMY, headers=headers).status_code == 200
+    finally:
+        gc.unfreeze()
+
+
+def test_a_worker_freezes_what_it_made_at_start_out_of_full_collections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPAMFILTER_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    gc.unfreeze()
+    try:
+        app = app_factory()
+        assert gc.get_freeze_count() > 10_000  # the modules, classes and functions so far
+        assert all(o is not app for o in gc.get_objects(generation=2))  # the app among them
+    finally:
+        gc.unfreeze()
