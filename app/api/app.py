@@ -7,7 +7,6 @@ usual places, the ``SPAMFILTER_*`` environment on top.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import metadata
@@ -23,7 +22,7 @@ from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
-from app.bootstrap import build_service
+from app.bootstrap import build_service, settle
 from app.service import SpamFilter
 from app.settings import Settings
 
@@ -82,19 +81,13 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
 
 
 def app_factory() -> FastAPI:
-    """The app with settings from the config file and the environment (``uvicorn --factory``).
-
-    Once it is built, what the worker made so far (its modules, classes and the app: ~80,000
-    objects) is frozen out of the garbage collector's full passes (``gc.freeze``). They live
-    as long as the worker anyway, and each full pass walked them all again: under the
-    benchmark's load one worker spent 874 ms in 12 full passes over 20 s (up to 96 ms each,
-    a request waiting behind it), and frozen 280 ms in 17 (up to 42 ms).
-    """
+    """The app with settings from the config file and the environment (``uvicorn --factory``);
+    a worker then freezes what it has made out of the garbage collector's full passes
+    (``app.bootstrap.settle``)."""
     from app.config import load_settings
 
     app = create_app(load_settings())
-    gc.collect()
-    gc.freeze()
+    settle()
     return app
 
 

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import app_factory, create_app
+from app.bootstrap import daemon_service
 from tests.api.conftest import Api, MakeApi, MakeSettings
 from tests.api.samples import HAMMY, SPAM, SPAMMY
 
@@ -157,5 +158,18 @@ def test_a_worker_freezes_what_it_made_at_start_out_of_full_collections(
         app = app_factory()
         assert gc.get_freeze_count() > 10_000  # the modules, classes and functions so far
         assert all(o is not app for o in gc.get_objects(generation=2))  # the app among them
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.parametrize("adapter", ["spamd", "milter"])
+def test_a_daemon_freezes_what_it_made_at_start_out_of_full_collections(
+    make_settings: MakeSettings, adapter: str
+) -> None:
+    gc.unfreeze()
+    try:
+        with daemon_service(make_settings(), adapter, ("127.0.0.1", None)) as service:
+            assert gc.get_freeze_count() > 10_000
+            assert all(o is not service for o in gc.get_objects(generation=2))
     finally:
         gc.unfreeze()
