@@ -13,7 +13,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
-from itertools import islice
+from itertools import chain, islice
 from typing import TypeVar
 
 from app.service.reading import Reader
@@ -67,8 +67,10 @@ def read_ahead(
             try:
                 read = future.result()
             except BrokenExecutor:
-                # A reading process died (killed, out of memory): the caller reads the rest.
-                for key, _raw in [*chunk, *(e for c, _f in pending for e in c), *source]:
+                # A reading process died (killed, out of memory): the caller reads the rest,
+                # taken from ``source`` one at a time as before, never all at once.
+                waiting = (entry for held, _future in pending for entry in held)
+                for key, _raw in chain(chunk, waiting, source):
                     yield key, None
                 return
             yield from zip((key for key, _ in chunk), read, strict=True)

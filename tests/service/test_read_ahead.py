@@ -69,3 +69,23 @@ def test_a_reading_process_that_dies_leaves_the_rest_to_the_caller() -> None:
     # What was read before the kill still comes back; from the broken batch on, None.
     lost = [analysed is None for _, analysed in rest]
     assert lost[-1] and lost == sorted(lost)
+
+
+def test_after_a_reading_process_dies_the_rest_is_still_taken_one_at_a_time() -> None:
+    taken = 0
+
+    def entries() -> Iterator[tuple[int, bytes | None]]:
+        nonlocal taken
+        for key, raw in enumerate(raws(1_000)):
+            taken += 1
+            yield key, raw
+
+    reading = ahead.read_ahead(settings(), entries(), processes=1)
+    next(reading)
+    for child in multiprocessing.active_children():
+        os.kill(child.pid or 0, signal.SIGKILL)
+    while next(reading)[1] is not None:
+        pass
+    assert taken <= 2 * ahead.CHUNK * ahead.WINDOW  # not the whole folder at once
+    list(reading)
+    assert taken == 1_000
