@@ -124,11 +124,95 @@ def apply(
     for entry in loaded:
         problem = attempt(entry, work, counts)
         if problem is not None:
-            counts[FAILED] += 1
-            bar.note(f"error: {entry.item.name}: {problem}")
-            if on_error is not None:
-                on_error(entry.item.name, problem)
+            _failed(entry, problem, bar, counts, on_error)
         bar.advance()
+
+
+@dataclass(frozen=True, slots=True)
+class Batches:
+    """Work done on ``size`` messages at a time (bulk learning): ``prepare`` reads one
+    message (its errors are that message's), ``run`` does the work on several, returning
+    their outcomes in order."""
+
+    prepare: Callable[[bytes | Analysed], Analysed]
+    run: Callable[[Sequence[Analysed]], list[str]]
+    size: int
+
+
+def apply_batches(
+    loaded: Iterable[Loaded],
+    bar: Bar,
+    batches: Batches,
+    counts: Counter[str],
+    on_error: ErrorSink | None = None,
+) -> None:
+    """``apply``, with the work done ``batches.size`` messages at a time.
+
+    A message that cannot be read or prepared fails alone, as under ``apply``. When a batch
+    fails with anything but RUN_ERRORS, its messages are tried again one at a time, so that
+    only the one to blame fails. RUN_ERRORS stop it as under ``apply``; the messages of the
+    batch under way are then not counted (nor done).
+    """
+    pending: list[Loaded] = []
+    for entry in loaded:
+        prepared = _prepared(entry, batches)
+        if prepared.problem is not None:
+            _failed(prepared, prepared.problem, bar, counts, on_error)
+            bar.advance()
+            continue
+        pending.append(prepared)
+        if len(pending) >= batches.size:
+            _run_batch(pending, bar, batches, counts, on_error)
+            pending.clear()
+    if pending:
+        _run_batch(pending, bar, batches, counts, on_error)
+
+
+def _prepared(entry: Loaded, batches: Batches) -> Loaded:
+    """``entry`` with its content prepared, or with the problem preparing it met."""
+    if entry.problem is not None:
+        return entry
+    try:
+        return Loaded(entry.item, batches.prepare(entry.content))
+    except (*RUN_ERRORS, BrokenPipeError):
+        raise
+    except Exception as error:
+        return Loaded(entry.item, problem=describe(error))
+
+
+def _run_batch(
+    pending: Sequence[Loaded],
+    bar: Bar,
+    batches: Batches,
+    counts: Counter[str],
+    on_error: ErrorSink | None,
+) -> None:
+    """Run one batch of prepared messages; on failure, each of them on its own."""
+    try:
+        outcomes = batches.run([_read(entry.content) for entry in pending])
+    except (*RUN_ERRORS, BrokenPipeError):
+        raise
+    except Exception:
+        apply(pending, bar, lambda _, content: batches.run([_read(content)])[0], counts, on_error)
+        return
+    for outcome in outcomes:
+        counts[outcome] += 1
+        bar.advance()
+
+
+def _read(content: bytes | Analysed) -> Analysed:
+    assert not isinstance(content, bytes), "a batch holds prepared messages"
+    return content
+
+
+def _failed(
+    entry: Loaded, problem: str, bar: Bar, counts: Counter[str], on_error: ErrorSink | None
+) -> None:
+    """Count and report a message that failed."""
+    counts[FAILED] += 1
+    bar.note(f"error: {entry.item.name}: {problem}")
+    if on_error is not None:
+        on_error(entry.item.name, problem)
 
 
 def attempt(entry: Loaded, work: Work, counts: Counter[str]) -> str | None:
@@ -187,11 +271,12 @@ class Task:
 def run_task(
     task: Task,
     found: Sequence[Found],
-    work: Work,
+    work: Work | Batches,
     on_error: ErrorSink | None = None,
     loader: Loader = load,
 ) -> None:
-    """``apply`` under a progress bar, then the counts; exit 1 when a message failed.
+    """``apply`` (or ``apply_batches``) under a progress bar, then the counts; exit 1 when
+    a message failed.
 
     When one of RUN_ERRORS stops the run, the counts so far are printed and it propagates.
     """
@@ -199,7 +284,10 @@ def run_task(
     started = time.perf_counter()
     try:
         with progress_bar(len(found), task.description, task.show_bar) as bar:
-            apply(loader(found), bar, work, counts, on_error)
+            if isinstance(work, Batches):
+                apply_batches(loader(found), bar, work, counts, on_error)
+            else:
+                apply(loader(found), bar, work, counts, on_error)
     except RUN_ERRORS:
         seconds = time.perf_counter() - started
         task.report(summary(counts, task.names, seconds, len(found)), counts, failed=True)
@@ -276,15 +364,23 @@ def learn(
     users.train_site is false).
     """
     from app.cli.ahead import ahead, processes_for
+    from app.service import LEARN_BATCH, Analysed
 
     found = _find(state, paths, recursive)
     service = _service(state, user)
 
-    def work(_name: str, message: bytes | Analysed) -> str:
-        return service.learn(message, label, user).outcome.value
+    def prepare(message: bytes | Analysed) -> Analysed:
+        if isinstance(message, Analysed):
+            return message
+        return service.analyse(message, legacy=True)
+
+    def run(messages: Sequence[Analysed]) -> list[str]:
+        learned = service.learn_many([(message, label) for message in messages], user)
+        return [result.outcome.value for result in learned]
 
     names = ("learned", "relabelled", "unchanged", "skipped")
     task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))
+    work = Batches(prepare, run, LEARN_BATCH)
     run_task(task, found, work, loader=ahead(state.settings, processes_for(jobs, len(found))))
 
 

@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from app.service import Analysed
 
 Clock = Callable[[], float]
-Learn = Callable[["bytes | Analysed", str], str]
-"""Learns a message (raw, or read ahead) with a label ("spam" | "ham"); returns the outcome's
-name."""
+LearnMany = Callable[[Sequence[tuple["Analysed", str]]], list[str]]
+"""Learns messages, each with a label ("spam" | "ham"), in one batch; returns their
+outcomes' names, in order."""
 Classify = Callable[[bytes], str]
 """Classifies a raw message; returns the verdict ("spam" | "ham" | "unsure")."""
 Read = Callable[[Path], bytes]
-LearnRead = Callable[[Path], "bytes | Analysed"]
-"""Reads a message to learn: its bytes, or its analysis when it was read ahead."""
+Prepare = Callable[[Path], "Analysed"]
+"""Reads a message to learn and gives its analysis (read ahead, or read there and then)."""
 Runner = Callable[[Sequence[str], bytes], tuple[int, bytes]]
 """Runs a program with bytes on its stdin; returns (exit status, stdout)."""
 Spawn = Callable[[], int]
@@ -103,20 +103,29 @@ class Bulk:
 
 def time_learn(
     items: Sequence[CorpusItem],
-    learn: Learn,
-    read: LearnRead = Path.read_bytes,
+    learn: LearnMany,
+    prepare: Prepare,
+    batch: int,
     clock: Clock = time.perf_counter,
 ) -> Batch:
-    """Read and learn every item with its gold label, as ``spamfilter learn`` does; a message
-    that cannot be read or parsed is counted in ``failures`` and skipped."""
+    """Read and learn every item with its gold label, ``batch`` messages at a time, as
+    ``spamfilter learn`` does; a message that cannot be read or parsed is counted in
+    ``failures`` and skipped."""
     outcomes: Counter[str] = Counter()
     failures = 0
+    pending: list[tuple[Analysed, str]] = []
     start = clock()
     for item in items:
         try:
-            outcomes[learn(read(item.path), item.label)] += 1
+            pending.append((prepare(item.path), item.label))
         except MESSAGE_ERRORS:
             failures += 1
+            continue
+        if len(pending) >= batch:
+            outcomes.update(learn(pending))
+            pending = []
+    if pending:
+        outcomes.update(learn(pending))
     return Batch(len(items), clock() - start, dict(sorted(outcomes.items())), failures)
 
 

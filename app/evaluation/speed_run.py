@@ -32,6 +32,7 @@ from app.evaluation.bench_servers import HOST, BenchError, environment, program,
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
 from app.evaluation.speed_bench import (
+    Batch,
     Bulk,
     Split,
     split_halves,
@@ -166,11 +167,7 @@ def _bulk(work: _Work, backend: str) -> Bulk:
         service = _service(work.plan.settings, url)
         try:
             work.progress(f"{backend}: learning {len(work.split.train)} messages")
-            learned = time_learn(
-                work.split.train,
-                lambda message, label: _learn(service, message, label),
-                read=_reading_ahead(work),
-            )
+            learned = _time_learn(work, service, _reading_ahead(work))
             work.progress(f"{backend}: classifying {len(work.split.test)} messages")
             classified = time_classify(work.split.test, lambda raw: _verdict(service, raw, scores))
         finally:
@@ -202,8 +199,21 @@ def _service(settings: Settings, url: str) -> SpamFilter:
     return build_service(settings.model_copy(update={"database_url": url}), migrate=True)
 
 
-def _learn(service: SpamFilter, message: bytes | Analysed, label: str) -> str:
-    return str(service.learn(message, label).outcome.value)
+def _time_learn(
+    work: _Work, service: SpamFilter, read: Callable[[Path], bytes | Analysed] = Path.read_bytes
+) -> Batch:
+    """Learn the training half as ``spamfilter learn`` does: each message ``read`` (ahead,
+    or here) and analysed, then learned ``LEARN_BATCH`` at a time."""
+    from app.service import LEARN_BATCH
+
+    def prepare(path: Path) -> Analysed:
+        message = read(path)
+        return service.analyse(message, legacy=True) if isinstance(message, bytes) else message
+
+    def learn(batch: Sequence[tuple[Analysed, str]]) -> list[str]:
+        return [str(result.outcome.value) for result in service.learn_many(batch)]
+
+    return time_learn(work.split.train, learn, prepare, LEARN_BATCH)
 
 
 def _reading_ahead(work: _Work) -> Callable[[Path], bytes | Analysed]:
@@ -248,7 +258,7 @@ def _database(work: _Work, backend: str, trained: bool) -> Iterator[str]:
         if trained:
             service = _service(work.plan.settings, url)
             try:
-                time_learn(work.split.train, lambda raw, label: _learn(service, raw, label))
+                _time_learn(work, service)
             finally:
                 service.close()
         yield url

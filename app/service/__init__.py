@@ -6,12 +6,13 @@ message (``judging``, with a user's model blended with the site-wide one: ``scop
 ``app.domain.fallback``), feedback (``learning``), users (``accounts``), export, import and
 backup (``transfer``) and expiry (``upkeep``); ``results`` holds what they return and
 ``events`` what observers are told of each call. Each public call is one database
-transaction (expiry and export: one per model), opened and committed here; adapters never
-see a connection.
+transaction (expiry and export: one per model; a batch of learns: one per batch, see
+``SpamFilter.learn_many``), opened and committed here; adapters never see a connection.
 """
 
 from app.service.accounts import DeletedUser, UserSummary
 from app.service.facade import SpamFilter
+from app.service.learning import LEARN_BATCH
 from app.service.results import (
     Analysed,
     Classification,
@@ -24,6 +25,7 @@ from app.service.results import (
 )
 
 __all__ = [
+    "LEARN_BATCH",
     "Analysed",
     "Classification",
     "DeletedUser",

@@ -118,6 +118,24 @@ class SpamFilter:
             watch.answer(result.outcome.value, label=target.value)
         return result
 
+    def learn_many(
+        self, messages: Sequence[tuple[Analysed, str]], user: str | None = None
+    ) -> list[FeedbackResult]:
+        """Learn messages read by ``analyse(raw, legacy=True)``, each with its label, exactly
+        as ``learn`` one after another would, in as few transactions as expiry allows
+        (``Trainer.learn_many``): bulk learning. A label that names none refuses them all
+        before any is learned; a database error leaves its transaction's messages unlearned.
+        Observers get one event per message."""
+        labelled = [(analysed, feedback_label(label)) for analysed, label in messages]
+        models = self.models(user)
+        with self._watch.calls("learn", user, len(labelled)) as watches:
+            for watch, (analysed, _label) in zip(watches, labelled, strict=True):
+                watch.read(analysed)
+            results = self._trainer.learn_many(labelled, models)
+            for watch, result, (_, target) in zip(watches, results, labelled, strict=True):
+                watch.answer(result.outcome.value, label=target.value)
+        return results
+
     def forget(
         self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
     ) -> FeedbackResult:

@@ -120,11 +120,24 @@ class Upkeep:
                     due = True
         return due
 
+    def due(self, grown: Mapping[str, int]) -> bool:
+        """Whether a learn that grew these vocabularies (scope -> size after) would expire a
+        scope afterwards (``after_learn``): over the cap by the slack, or not yet aged today
+        by this process. A batch of learns ends its transaction there (``Trainer``)."""
+        limits = self.limits()
+        day = today()
+        with self._lock:
+            return any(
+                _over_cap(limits, vocabulary)
+                or (limits.max_age_days > 0 and self._aged.get(scope) != day)
+                for scope, vocabulary in grown.items()
+            )
+
     def _expire_grown(self, grown: Mapping[str, int]) -> None:
         limits = self.limits()
         day = today()
         for scope, vocabulary in grown.items():
-            over = limits.max_tokens > 0 and vocabulary > limits.max_tokens * (1 + CAP_SLACK)
+            over = _over_cap(limits, vocabulary)
             with self._lock:
                 aging = limits.max_age_days > 0 and self._aged.get(scope) != day
                 if aging:
@@ -149,3 +162,8 @@ class Upkeep:
             return tx.expiry().expire(
                 scope, today(), limits.max_age_days, limits.max_tokens, dry_run
             )
+
+
+def _over_cap(limits: ExpiryLimits, vocabulary: int) -> bool:
+    """Whether a scope of ``vocabulary`` tokens is over the cap by more than the slack."""
+    return limits.max_tokens > 0 and vocabulary > limits.max_tokens * (1 + CAP_SLACK)

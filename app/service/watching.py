@@ -50,45 +50,56 @@ class Watcher:
     @contextmanager
     def call(self, name: str, user: str | None) -> Iterator[Watch]:
         """Watch one call named ``name``; an exception is reported as ``error`` and re-raised."""
-        watch = Watch()
+        with self.calls(name, user, 1) as watches:
+            yield watches[0]
+
+    @contextmanager
+    def calls(self, name: str, user: str | None, count: int) -> Iterator[list[Watch]]:
+        """Watch ``count`` calls made together (a batch of learns): one event each, taking
+        an equal share of the time; an exception is reported as ``error`` for each of them
+        and re-raised."""
+        watches = [Watch() for _ in range(count)]
         if not self._observers:
-            yield watch
+            yield watches
             return
         started = time.perf_counter()
         try:
-            yield watch
+            yield watches
         except BaseException as error:
             code = error.code if isinstance(error, SpamFilterError) else type(error).__name__
-            self._emit(name, user, watch, "error", started, error=code)
+            self._emit(name, user, watches, started, "error", error=code)
             raise
-        self._emit(name, user, watch, watch.outcome or "unknown", started, **watch.details)
+        self._emit(name, user, watches, started, None)
 
     def _emit(
         self,
         name: str,
         user: str | None,
-        watch: Watch,
-        outcome: str,
+        watches: list[Watch],
         started: float,
+        outcome: str | None,
         **details: Any,
     ) -> None:
-        analysed = watch.analysed
-        event = Event(
-            time=datetime.now(UTC),
-            call=name,
-            adapter=self._adapter,
-            user=_shown_user(user),
-            outcome=outcome,
-            seconds=time.perf_counter() - started,
-            message_id=analysed.message_id if analysed else None,
-            digest=analysed.digest if analysed else None,
-            form=analysed.form if analysed else None,
-            sender=analysed.sender if analysed else None,
-            subject=analysed.subject if analysed else None,
-            tokens=analysed.tokens if analysed else None,
-            **details,
-        )
-        notify(self._observers, event)
+        seconds = (time.perf_counter() - started) / max(len(watches), 1)
+        shown = _shown_user(user)
+        for watch in watches:
+            analysed = watch.analysed
+            event = Event(
+                time=datetime.now(UTC),
+                call=name,
+                adapter=self._adapter,
+                user=shown,
+                outcome=outcome or watch.outcome or "unknown",
+                seconds=seconds,
+                message_id=analysed.message_id if analysed else None,
+                digest=analysed.digest if analysed else None,
+                form=analysed.form if analysed else None,
+                sender=analysed.sender if analysed else None,
+                subject=analysed.subject if analysed else None,
+                tokens=analysed.tokens if analysed else None,
+                **(details if outcome else watch.details),
+            )
+            notify(self._observers, event)
 
 
 def _shown_user(user: str | None) -> str | None:

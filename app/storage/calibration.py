@@ -24,8 +24,9 @@ class HamScores:
     def histogram(self, scope: str) -> list[int]:
         """``BINS`` counts for ``scope`` (all zero for a model that has scored no ham)."""
         held = self._cache.held(scope)
-        if held is not None and held.histogram is not None:
-            return list(held.histogram)
+        histogram = None if held is None else held.histogram()
+        if histogram is not None:
+            return list(histogram)
         counts = self._read(scope)
         self._cache.keep_histogram(scope, counts)
         return counts

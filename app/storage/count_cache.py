@@ -32,7 +32,7 @@ was ~0.5 ms of a 2.3 ms classification, the totals ~0.2 ms and the ham histogram
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,13 +119,7 @@ class CountCache:
             before = len(held.tokens)
             held.tokens.update(changes.tokens)
             self._held += len(held.tokens) - before
-            if changes.histogram_unknown or held.histogram is None:
-                held.histogram = None
-            else:
-                bins = list(held.histogram)
-                for index, step in changes.histogram:
-                    bins[index] = max(bins[index] + step, 0)
-                held.histogram = tuple(bins)
+            held.histogram = _stepped(held.histogram, changes)
             held.key = update.key
             if self._held > self.max_tokens:
                 self._drop_all()
@@ -144,16 +138,69 @@ class CountCache:
 
 
 _ABSENT = object()
+# What ``Held.tokens`` gives a token id it cannot answer for: the database must be asked.
+UNSEEN: Any = object()
 
 
 @dataclass(slots=True)
 class Changes:
-    """What one transaction changed in one model, as far as it can tell exactly."""
+    """What one transaction changed in one model, as far as it can tell exactly: the
+    counts of ``tokens`` now (None: absent), the ids in ``evicted`` no longer known, the ham
+    score bins moved by one (or, with ``histogram_unknown``, moved some other way)."""
 
     tokens: dict[int, Counts | None] = field(default_factory=dict)
     evicted: set[int] = field(default_factory=set)
     histogram: list[tuple[int, int]] = field(default_factory=list)
     histogram_unknown: bool = False
+
+    def evict(self, token_ids: Iterable[int]) -> None:
+        """These tokens' rows changed in a way not followed: whatever was known of them,
+        held or noted here earlier in the transaction, is no longer."""
+        for token_id in token_ids:
+            self.tokens.pop(token_id, None)
+            self.evicted.add(token_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What one transaction may read of a model without asking the database: ``model``,
+    the process's cache as the transaction checked it, and, once the transaction has
+    changed the model, ``own``: its changes since, which take precedence."""
+
+    model: ModelCache
+    own: Changes | None = None
+
+    def tokens(self, token_ids: Iterable[int]) -> dict[int, Counts | None]:
+        """Each id's counts (None: absent from the model), or UNSEEN when not known here."""
+        held = self.model.tokens
+        if self.own is None:
+            return {tid: held.get(tid, UNSEEN) for tid in token_ids}
+        own, evicted = self.own.tokens, self.own.evicted
+        found: dict[int, Counts | None] = {}
+        for tid in token_ids:
+            per = own.get(tid, UNSEEN)
+            if per is UNSEEN and tid not in evicted:
+                per = held.get(tid, UNSEEN)
+            found[tid] = per
+        return found
+
+    def histogram(self) -> tuple[int, ...] | None:
+        """The ham score histogram, None when not known here."""
+        if self.own is None:
+            return self.model.histogram
+        return _stepped(self.model.histogram, self.own)
+
+
+def _stepped(histogram: tuple[int, ...] | None, changes: Changes) -> tuple[int, ...] | None:
+    """``histogram`` after ``changes`` (None when either does not know it)."""
+    if changes.histogram_unknown or histogram is None:
+        return None
+    if not changes.histogram:
+        return histogram
+    bins = list(histogram)
+    for index, step in changes.histogram:
+        bins[index] = max(bins[index] + step, 0)
+    return tuple(bins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,25 +233,45 @@ class CacheView:
         if held is not None:
             self._checked[scope] = (held, key)
 
-    def held(self, scope: str) -> ModelCache | None:
-        """What is held for ``scope``, if this transaction checked it and has not changed
-        the model since."""
+    def held(self, scope: str) -> Held | None:
+        """What may be read for ``scope`` here, if this transaction checked it: what is
+        held, and once the transaction has changed the model, its own changes over that.
+
+        After a change, only when the change moved the generation exactly one past the
+        checked one (no other writer came between the check and the change, and none can
+        until this transaction ends: the change locked the scope row) and was a change the
+        transaction follows (``ScopeIds.untracked``). So a batch of learns in one
+        transaction judges each message from the cache, as one learn per transaction does.
+        """
         found = self._checked.get(scope)
-        if found is None or self._scopes.changed(scope):
+        if found is None:
             return None
-        return found[0]
+        generation = self._scopes.bumped_to(scope)
+        if generation is None:
+            return Held(found[0])
+        checked = _generation(found[1])
+        if self._scopes.untracked(scope) or checked is None or generation != checked + 1:
+            return None
+        return Held(found[0], self.changes(scope))
 
     def fill(self, scope: str, found: Mapping[int, Counts | None]) -> None:
-        """Hold counts this transaction read for a model it checked and has not changed."""
+        """Keep counts this transaction read for a model it checked: held for the process
+        while it has not changed the model, else among its own changes (read after them,
+        they are what it will commit)."""
         held = self.held(scope)
-        if held is not None and self._cache is not None:
-            self._cache.fill(held, self._checked[scope][1], found)
+        if held is None or self._cache is None:
+            return
+        if held.own is None:
+            self._cache.fill(held.model, self._checked[scope][1], found)
+        else:
+            held.own.tokens.update(found)
 
     def keep_histogram(self, scope: str, histogram: list[int]) -> None:
-        """Hold the ham score histogram this transaction read for ``scope``."""
+        """Hold the ham score histogram this transaction read for ``scope``, while it has
+        not changed the model."""
         held = self.held(scope)
-        if held is not None and self._cache is not None:
-            self._cache.keep_histogram(held, self._checked[scope][1], histogram)
+        if held is not None and held.own is None and self._cache is not None:
+            self._cache.keep_histogram(held.model, self._checked[scope][1], histogram)
 
     def changes(self, scope: str) -> Changes:
         """Where to record what this transaction changes in ``scope``."""
@@ -239,3 +306,10 @@ def _next_generation(checked: Hashable, key: Hashable) -> bool:
         return False
     old, new = checked[0], key[0]
     return bool(new[:2] == old[:2] and new[2] == old[2] + 1)
+
+
+def _generation(key: Hashable) -> int | None:
+    """The generation in a key (see ``_next_generation``); None for a key without one."""
+    if isinstance(key, tuple) and key and isinstance(key[0], tuple) and len(key[0]) > 2:
+        return int(key[0][2])
+    return None

@@ -80,7 +80,7 @@ class CountWrites:
             found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, ids)
             new = len(ids) - len(found)
             dialect.increment(self._conn, token_count, rows, exclude=others, replace=["seen_day"])
-            changes.evicted.update(ids)
+            changes.evict(ids)
         self._bump_totals(scope_id, label, bag)
         size = self._scopes.grow_vocabulary(scope_id, new)
         if size is not None:
@@ -101,7 +101,7 @@ class CountWrites:
         scope_id = self._scopes.changing(scope, create=False, tracked=True)
         if scope_id is None:
             return  # nothing was ever learned in this scope
-        self._cache.changes(scope).evicted.update(bag)
+        self._cache.changes(scope).evict(bag)
         labels = all_label_columns()
         own = labels.index(label_columns(label))
         columns = count_column_names()

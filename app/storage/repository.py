@@ -23,7 +23,7 @@ from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.calibration import HamScores
 from app.storage.codec import decode_bag, encode_bag
-from app.storage.count_cache import CacheView, CountCache, Update
+from app.storage.count_cache import UNSEEN, CacheView, CountCache, Update
 from app.storage.count_writes import CountWrites
 from app.storage.expiry import Expiry
 from app.storage.rows import TokenStats, token_stats
@@ -125,9 +125,8 @@ class Transaction:
         held = self._cache.held(scope)
         if held is None:
             return self._read_counts(scope, token_ids)
-        tokens = held.tokens
-        found = {tid: tokens.get(tid, _UNSEEN) for tid in sorted(token_ids)}
-        missing = [tid for tid, per in found.items() if per is _UNSEEN]
+        found = held.tokens(sorted(token_ids))
+        missing = [tid for tid, per in found.items() if per is UNSEEN]
         if missing:
             read = self._read_counts(scope, missing)
             fresh = {tid: read.get(tid) for tid in missing}
@@ -289,4 +288,3 @@ _TOTALS = (
     "t.occurrences, t.token_messages FROM model_scope s "
     "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
 )
-_UNSEEN: Mapping[str, TokenStats] = {}  # a sentinel: not held

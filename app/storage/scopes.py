@@ -22,7 +22,7 @@ class ScopeIds:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._ids: dict[str, int] = {}
-        self._bumped: set[int] = set()
+        self._bumped: dict[int, int] = {}  # scope id -> its generation after the bump
         self._untracked: set[int] = set()
 
     def remember(self, name: str, scope_id: int) -> None:
@@ -43,6 +43,12 @@ class ScopeIds:
         """Whether this transaction has changed the model ``name`` (bumped its generation)."""
         scope_id = self._ids.get(name)
         return scope_id is not None and scope_id in self._bumped
+
+    def bumped_to(self, name: str) -> int | None:
+        """The generation this transaction's change gave the model ``name`` (None when it
+        has not changed it)."""
+        scope_id = self._ids.get(name)
+        return None if scope_id is None else self._bumped.get(scope_id)
 
     def untracked(self, name: str) -> bool:
         """Whether this transaction changed the model ``name`` in a way a cache cannot follow
@@ -94,16 +100,17 @@ class ScopeIds:
         if scope_id is not None and not tracked:
             self._untracked.add(scope_id)
         if scope_id is not None and scope_id not in self._bumped:
-            bumped = self._conn.execute(
+            generation = self._conn.execute(
                 update(model_scope)
                 .where(model_scope.c.id == scope_id)
                 .values(generation=model_scope.c.generation + 1)
-            ).rowcount
-            if not bumped:
+                .returning(model_scope.c.generation)
+            ).scalar_one_or_none()
+            if generation is None:
                 # The scope was deleted (a user deleted: ``accounts.drop_scope``) after this
                 # transaction found its id; counts written now would belong to no scope.
                 raise StorageConflict(f"scope {name!r} was deleted during this write")
-            self._bumped.add(scope_id)
+            self._bumped[scope_id] = int(generation)
         return scope_id
 
     def grow_vocabulary(self, scope_id: int, tokens: int) -> int | None:

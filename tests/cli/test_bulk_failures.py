@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,12 +17,13 @@ import pytest
 
 import app.cli.context
 import app.cli.messages
+import app.service
 from app.cli.mailboxes import Found, Source, Unreadable
 from app.cli.messages import FAILED, apply, load, summary
 from app.cli.progress import Bar
 from app.errors import StorageUnavailable
 from app.evaluation.hostile import shape
-from app.service import SpamFilter
+from app.service import Analysed, SpamFilter
 from app.settings import Settings
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages, plain
@@ -47,12 +48,13 @@ def poisoned(raw: bytes) -> None:
 
 @pytest.fixture
 def poison(monkeypatch: pytest.MonkeyPatch) -> None:
-    """learn, classify and forget of the CLI's service raise for a poisoned message."""
+    """analyse, learn, classify and forget of the CLI's service raise for a poisoned
+    message."""
     real_build = app.cli.context.build
 
     def build(settings: Settings) -> SpamFilter:
         service = real_build(settings)
-        for method in ("learn", "classify", "forget"):
+        for method in ("analyse", "learn", "classify", "forget"):
             monkeypatch.setattr(service, method, _guarded(getattr(service, method)))
         return service
 
@@ -162,40 +164,84 @@ def test_one_message_on_stdin_fails_in_one_line(run: Run, raw: bytes, problem: s
     assert "failed 1: 1 messages" in result.stdout
 
 
-def test_the_database_going_down_stops_the_run_at_once(
-    run: Run, stats: Stats, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+Batch = Sequence[tuple[Analysed, str]]
+LearnMany = Callable[[Batch, "str | None"], Any]
+
+
+def wrap_learn_many(
+    monkeypatch: pytest.MonkeyPatch, wrapper: Callable[[Batch, str | None, LearnMany], Any]
 ) -> None:
-    folder = tmp_path / "three"
-    folder.mkdir()
-    for number, raw in enumerate(messages("spam", 3)):
-        (folder / f"{number}.eml").write_bytes(raw)
+    """The CLI's service calls ``wrapper(batch, user, real learn_many)`` for learn_many."""
     real_build = app.cli.context.build
-    calls: list[bytes] = []
 
     def build(settings: Settings) -> SpamFilter:
         service = real_build(settings)
-        learn = service.learn
-
-        def failing(raw: bytes, label: str, user: str | None) -> Any:
-            calls.append(raw)
-            if len(calls) == 2:
-                raise StorageUnavailable("database is down")
-            return learn(raw, label, user)
-
-        monkeypatch.setattr(service, "learn", failing)
+        learn_many = service.learn_many
+        monkeypatch.setattr(
+            service, "learn_many", lambda batch, user: wrapper(batch, user, learn_many)
+        )
         return service
 
     monkeypatch.setattr(app.cli.messages, "build", build)
+
+
+def test_the_database_going_down_stops_the_run_at_once(
+    run: Run, stats: Stats, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Learn works in batches (two here): the batch under way when the database fails is
+    neither learned nor counted, and no batch after it is tried."""
+    folder = tmp_path / "five"
+    folder.mkdir()
+    for number, raw in enumerate(messages("spam", 5)):
+        (folder / f"{number}.eml").write_bytes(raw)
+    calls: list[int] = []
+
+    def failing(batch: Batch, user: str | None, learn_many: LearnMany) -> Any:
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise StorageUnavailable("database is down")
+        return learn_many(batch, user)
+
+    wrap_learn_many(monkeypatch, failing)
+    monkeypatch.setattr(app.service, "LEARN_BATCH", 2)
     result = run("learn", "--label", "spam", str(folder))
     assert result.exit_code == 75
-    assert len(calls) == 2
+    assert calls == [2, 2]
     assert result.stderr == "spamfilter: storage_unavailable: database is down\n"
     assert re.fullmatch(
-        r"learned 1, relabelled 0, unchanged 0, skipped 0, failed 0: "
-        r"1 of 3 messages in [\d.]+ s \([\d,]+ msg/min\), stopped\n",
+        r"learned 2, relabelled 0, unchanged 0, skipped 0, failed 0: "
+        r"2 of 5 messages in [\d.]+ s \([\d,]+ msg/min\), stopped\n",
         result.stdout,
     )
-    assert _learned(stats) == {"ham": 0, "spam": 1}
+    assert _learned(stats) == {"ham": 0, "spam": 2}
+
+
+def test_a_batch_that_fails_is_learned_one_at_a_time_so_only_the_culprit_fails(
+    run: Run, stats: Stats, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message that makes learning itself raise (not its reading) fails alone: the batch
+    it was in is rolled back and its messages learned again one by one."""
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    good = messages("ham", 3)
+    for number, raw in enumerate(good):
+        (folder / f"{number}-good.eml").write_bytes(raw)
+    (folder / "1a-poison.eml").write_bytes(plain("poison pill", "deep"))
+    calls: list[int] = []
+
+    def poisoned_batch(batch: Batch, user: str | None, learn_many: LearnMany) -> Any:
+        calls.append(len(batch))
+        if any("poison" in (analysed.subject or "") for analysed, _ in batch):
+            raise RuntimeError("a bug met in the batch")  # as its rolled-back transaction
+        return learn_many(batch, user)
+
+    wrap_learn_many(monkeypatch, poisoned_batch)
+    result = run("learn", "--label", "ham", str(folder))
+    assert result.exit_code == 1
+    assert calls == [4, 1, 1, 1, 1]
+    assert _error_lines(result.stderr) == {"1a-poison.eml": "RuntimeError: a bug met in the batch"}
+    assert result.stdout.startswith("learned 3, relabelled 0, unchanged 0, skipped 0, failed 1")
+    assert _learned(stats) == {"ham": 3, "spam": 0}
 
 
 def test_hostile_shapes_in_a_folder_never_stop_it(run: Run, tmp_path: Path) -> None:
@@ -253,7 +299,7 @@ def test_the_learn_program_fails_in_one_line_as_a_process(tmp_path: Path) -> Non
         def recurse(depth=0):
             return recurse(depth + 1)
 
-        app.service.SpamFilter.learn = lambda self, raw, label, scope=None: recurse()
+        app.service.SpamFilter.learn_many = lambda self, messages, user=None: recurse()
         from app.cli import main
         sys.argv[0] = "spamfilter"
         main()

@@ -93,25 +93,32 @@ def test_learning_counts_outcomes_and_failures_over_the_whole_batch_time(
     corpus: list[CorpusItem],
 ) -> None:
     clock = FakeClock()
-    seen: list[tuple[bytes, str]] = []
+    prepared: list[Path] = []
+    batches: list[list[tuple[Any, str]]] = []
 
-    def learn(raw: bytes, label: str) -> str:
-        clock.spend(0.002)
-        seen.append((raw, label))
-        if len(seen) == 3:
+    def prepare(path: Path) -> Any:
+        clock.spend(0.001)
+        prepared.append(path)
+        if len(prepared) == 3:
             raise InvalidMessage("not a message")
-        return "learned" if label == "spam" else "skipped"
+        return path.read_bytes()
+
+    def learn(batch: Sequence[tuple[Any, str]]) -> list[str]:
+        clock.spend(0.001 * len(batch))
+        batches.append(list(batch))
+        return ["learned" if label == "spam" else "skipped" for _, label in batch]
 
     items = corpus[:5]
-    batch = time_learn(items, learn, clock=clock)
-    assert seen == [(item.path.read_bytes(), item.label) for item in items]
+    batch = time_learn(items, learn, prepare, batch=2, clock=clock)
+    assert prepared == [item.path for item in items]
+    kept = [(item.path.read_bytes(), item.label) for i, item in enumerate(items) if i != 2]
+    assert batches == [kept[:2], kept[2:]]
     spam = sum(1 for i, item in enumerate(items) if item.label == "spam" and i != 2)
     assert batch.outcomes == {k: v for k, v in {"learned": spam, "skipped": 4 - spam}.items() if v}
     assert batch.failures == 1
     assert batch.n == 5
-    assert batch.seconds == pytest.approx(0.010)
-    assert batch.ms_per_message == pytest.approx(2.0)
-    assert batch.per_second == pytest.approx(500.0)
+    assert batch.seconds == pytest.approx(0.009)
+    assert batch.ms_per_message == pytest.approx(1.8)
 
 
 def test_an_unreadable_file_is_a_failure_not_the_end(tmp_path: Path) -> None:

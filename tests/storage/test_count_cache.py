@@ -183,12 +183,7 @@ def test_no_cache_reads_the_database_every_time(writer: Store, engine: sa.Engine
 def learn_as_the_service_does(store: Store, label: str, bag: dict[int, int]) -> None:
     """Check the model and read its counts (thick training's judging), then add."""
     with store.transaction(write=True) as tx:
-        tx.totals("s")
-        tx.counts("s", list(bag))
-        tx.ham_scores().histogram("s")
-        tx.add("s", label, bag, vocabulary=True)
-        if label == "ham":
-            tx.ham_scores().add("s", 4)
+        learn_as_the_service_does_in(tx, label, bag)
 
 
 def test_a_learn_keeps_its_own_process_warm_and_exact(
@@ -252,8 +247,52 @@ def test_a_commit_between_a_learns_check_and_its_lock_leaves_nothing_stale(
         tx.counts("s", [1])
         learn(writer, "spam", {2: 4})  # another process commits meanwhile
         tx.add("s", "ham", {1: 1}, vocabulary=True)  # locks the model two generations on
+        # The next message of a batch: nothing held may answer for the model now.
+        tx.totals("s")
+        assert tx.counts("s", [2]) == {2: {"spam": TokenStats(5, 2)}}
     assert read(reader) == read(writer)
     assert read(reader)[1][2] == {"spam": TokenStats(5, 2)}
+
+
+def test_a_batch_of_learns_judges_from_what_is_held_and_its_own_changes(
+    writer: Store, reader: Store
+) -> None:
+    """In one transaction that has changed the model: tokens held and untouched, and tokens
+    the transaction's own adds returned, are answered without a query; tokens a forget or
+    relabel changed are read again; all of it as the database holds it."""
+    learn(writer, "spam", {1: 2, 2: 1})
+    learn(writer, "ham", {3: 1})
+    read(reader)  # ids 1..12 held (4..12 as absent)
+    queries = count_queries(reader._engine)
+
+    with reader.transaction(write=True) as tx:
+        learn_as_the_service_does_in(tx, "spam", {1: 1, 4: 2})
+        learn_as_the_service_does_in(tx, "ham", {2: 1, 5: 1})
+        assert tx.ham_scores().histogram("s")[4] == 1
+        assert queries == []
+        tx.subtract("s", "spam", {1: 1, 4: 2}, vocabulary=True)  # a forget: not followed
+        queries.clear()  # the forget's own statements
+        assert tx.counts("s", [1, 2, 4]) == {
+            1: {"spam": TokenStats(2, 1)},
+            2: {"spam": TokenStats(1, 1), "ham": TokenStats(1, 1)},
+        }
+        assert len(queries) == 1  # 1 and 4 read again; 2 is the ham add's
+        tx.add("s", "ham", {1: 1}, vocabulary=True)
+        assert tx.counts("s", IDS)[1] == {"spam": TokenStats(2, 1), "ham": TokenStats(1, 1)}
+        assert len(queries) == 1
+    queries.clear()
+    assert read(reader) == read(writer)
+    assert queries == []  # the commit left the process's cache exact and warm
+
+
+def learn_as_the_service_does_in(tx: Any, label: str, bag: dict[int, int]) -> None:
+    """``learn_as_the_service_does`` within a transaction the caller holds."""
+    tx.totals("s")
+    tx.counts("s", list(bag))
+    tx.ham_scores().histogram("s")
+    tx.add("s", label, bag, vocabulary=True)
+    if label == "ham":
+        tx.ham_scores().add("s", 4)
 
 
 def test_the_models_held_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:

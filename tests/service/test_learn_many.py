@@ -1,0 +1,152 @@
+"""Bulk learning (``learn_many``): several messages per transaction, with exactly the counts,
+records, ham scores and outcomes of learning them one at a time in the same order."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from app.service import Analysed, SpamFilter
+from app.service.events import Event
+from app.settings import Settings
+from app.storage.engine import make_engine
+from app.storage.store import Store
+from tests.builders import HAM_SENDERS, HAMMY_WORDS, SPAM_SENDERS, SPAMMY_WORDS, word_message
+from tests.storage.snapshot import snapshot
+
+MakeService = Callable[..., SpamFilter]
+MakeSettings = Callable[..., Settings]
+DatabaseFactory = Callable[[], str]
+
+
+def stream(size: int = 90, seed: int = 3) -> list[tuple[bytes, str]]:
+    """New messages of both labels with repeats (one twice in a row) and corrections to the
+    other label (one undone again) among them, each followed by new messages to judge."""
+    rng = random.Random(seed)
+    new = []
+    for serial in range(size):
+        label = "spam" if rng.random() < 0.4 else "ham"
+        words, senders = (
+            (SPAMMY_WORDS, SPAM_SENDERS) if label == "spam" else (HAMMY_WORDS, HAM_SENDERS)
+        )
+        new.append((word_message(rng, words, serial, senders=senders), label))
+    flip = {"spam": "ham", "ham": "spam"}
+    repeats = [new[k] for k in (3, 3, 17, 35)]
+    corrections = [(new[k][0], flip[new[k][1]]) for k in (0, 1, 5, 38, 39)]
+    return [
+        *new[:40],
+        *repeats,
+        *corrections[:3],
+        *new[40:60],
+        *corrections[3:],
+        new[5],
+        *new[60:],
+    ]
+
+
+def settings_for(make_settings: MakeSettings, url: str, mode: str, **overrides: object) -> Settings:
+    """``mode`` training on ``url``: thick judges every new message before learning it;
+    everything learns them all, judging ham only (for the calibrated cut-off)."""
+    return make_settings(
+        database_url=url, training_mode=mode, decision={"min_messages": 2}, **overrides
+    )
+
+
+def one_at_a_time(service: SpamFilter, messages: list[tuple[bytes, str]]) -> list[str]:
+    return [service.learn(raw, label).outcome.value for raw, label in messages]
+
+
+def in_batches(service: SpamFilter, messages: list[tuple[bytes, str]], size: int) -> list[str]:
+    """The first two messages one at a time (so the model exists, and its cache is checked
+    from the first batch on), the rest ``size`` at a time."""
+    outcomes = one_at_a_time(service, messages[:2])
+    analysed = [(service.analyse(raw, legacy=True), label) for raw, label in messages[2:]]
+    for start in range(0, len(analysed), size):
+        outcomes += [r.outcome.value for r in service.learn_many(analysed[start : start + size])]
+    return outcomes
+
+
+@pytest.mark.parametrize("mode", ["thick", "everything"])
+@pytest.mark.parametrize("size", [7, 1000])
+def test_batches_leave_exactly_what_one_at_a_time_leaves(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    size: int,
+    mode: str,
+) -> None:
+    messages = stream()
+    single_url, batch_url = database_factory(), database_factory()
+    expected = one_at_a_time(make_service(settings_for(make_settings, single_url, mode)), messages)
+    batched = make_service(settings_for(make_settings, batch_url, mode))
+    assert in_batches(batched, messages, size) == expected
+    # Every path of a learn was taken, judged from the counts the batch itself had changed.
+    kinds = {"learned", "unchanged", "relabelled"} | ({"skipped"} if mode == "thick" else set())
+    assert set(expected) == kinds
+    assert snapshot(batch_url, timestamps=False) == snapshot(single_url, timestamps=False)
+    # What the batches left in their process's cache scores as the database does.
+    plain = make_service(settings_for(make_settings, batch_url, mode, cache_tokens=0))
+    for raw, _label in messages:
+        assert batched.classify(raw).log_odds == plain.classify(raw).log_odds
+
+
+def test_a_batch_ends_its_transaction_where_expiry_falls_due(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+) -> None:
+    """A small cap makes expiry follow some learns; a batch stops there and goes on in a new
+    transaction after it, so expiry meets the same model as after single learns."""
+    messages = stream()
+    single_url, batch_url = database_factory(), database_factory()
+    capped = {"max_tokens": 80}
+    single = make_service(settings_for(make_settings, single_url, "everything", **capped))
+    expected = one_at_a_time(single, messages)
+    batched = make_service(settings_for(make_settings, batch_url, "everything", **capped))
+    assert in_batches(batched, messages, 1000) == expected
+    assert snapshot(batch_url, timestamps=False) == snapshot(single_url, timestamps=False)
+    assert batched.stats().vocabulary <= 80 * 1.1
+
+
+def test_observers_get_one_event_per_message_of_a_batch(settings: Settings) -> None:
+    events: list[Event] = []
+
+    class Keep:
+        def observe(self, event: Event) -> None:
+            events.append(event)
+
+    engine = make_engine(settings.database_url)
+    from app.storage.migrate import upgrade
+
+    upgrade(engine)
+    service = SpamFilter(Store(engine), settings, observers=[Keep()])
+    try:
+        messages = stream()[:5]
+        analysed: list[tuple[Analysed, str]] = [
+            (service.analyse(raw, legacy=True), label) for raw, label in messages
+        ]
+        results = service.learn_many([*analysed, analysed[0]])
+    finally:
+        service.close()
+        engine.dispose()
+    assert [e.call for e in events] == ["learn"] * 6
+    assert [e.digest for e in events] == [a.digest for a, _ in [*analysed, analysed[0]]]
+    assert [e.outcome for e in events] == [r.outcome.value for r in results]
+    assert Counter(e.outcome for e in events) == {"learned": 5, "unchanged": 1}
+    assert [e.label for e in events] == [label for _, label in messages] + [messages[0][1]]
+
+
+def test_a_label_that_names_none_refuses_the_whole_batch(service: SpamFilter) -> None:
+    from app.errors import InvalidLabel
+
+    good = service.analyse(stream()[0][0], legacy=True)
+    with pytest.raises(InvalidLabel):
+        service.learn_many([(good, "spam"), (good, "junk")])
+    assert service.stats().labels["spam"].messages == 0
+
+
+def test_an_empty_batch_does_nothing(service: SpamFilter) -> None:
+    assert service.learn_many([]) == []
