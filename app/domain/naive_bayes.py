@@ -143,9 +143,9 @@ def multinomial(
     ``top`` tokens is length-normalised (see ``normalise_length``); the contributions
     returned are the weighted ones.
     """
-    if distinct is not None:
-        evidence = distinct_evidence(evidence, distinct, group)
     labels = list(totals)
+    if distinct is not None:
+        evidence = distinct_evidence(evidence, distinct, group, labels)
     # smoothed_log_prob inlined, its denominator's log taken once per label: the same
     # operations in the same order (so the same floating-point values), a third of the time.
     denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
@@ -220,6 +220,7 @@ def distinct_evidence(
     evidence: Sequence[Evidence],
     least: int,
     group: Callable[[str], str] | None = None,
+    labels: Sequence[str] | None = None,
 ) -> list[Evidence]:
     """``evidence`` with each repeat of the same learned counts left out.
 
@@ -230,20 +231,23 @@ def distinct_evidence(
     by token text is kept. Rarer tokens are all kept: two tokens seen once each in spam
     agree by chance, not because they always travel together. The rarer tokens come first,
     in their given order, then one token per set of repeats (order does not matter to
-    ``multinomial``, which ranks by strength and token text).
+    ``multinomial``, which ranks by strength and token text). ``labels``: every label the
+    counts may name (default: those they do name).
     """
+    if labels is None:
+        labels = sorted({label for item in evidence for label in item.counts})
     kept: list[Evidence] = []
-    first: dict[tuple[str, int, frozenset[tuple[str, float]]], Evidence] = {}
+    first: dict[tuple[str, int, tuple[float, ...]], Evidence] = {}
+    # Two labels unrolled: this loop runs for every token of every message judged.
+    pair = len(labels) == 2
+    a, b = labels if pair else ("", "")
     for item in evidence:
-        if sum(item.counts.values()) < least:
+        # The counts in label order, 0 for a label absent: one key for equal counts.
+        get = item.counts.get
+        learned = (get(a, 0), get(b, 0)) if pair else tuple([get(label, 0) for label in labels])
+        if sum(learned) < least:
             kept.append(item)
             continue
-        counts = item.counts
-        learned = (
-            frozenset(counts.items())
-            if all(counts.values())
-            else frozenset((label, n) for label, n in counts.items() if n)
-        )
         key = ("" if group is None else group(item.token), item.in_message, learned)
         held = first.get(key)
         if held is None or item.token < held.token:

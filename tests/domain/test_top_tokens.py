@@ -181,6 +181,45 @@ def test_an_absent_label_and_a_zero_count_are_the_same_counts() -> None:
     assert [e.token for e in nb.distinct_evidence(items, 10)] == ["a"]
 
 
+def distinct_reference(items: list[nb.Evidence], least: int) -> list[str]:
+    """The rule as ``distinct_evidence`` states it, plainly: tokens learned from ``least``
+    messages or more that count alike here and hold the same non-zero counts, per group, are
+    one, kept under the first token by text. The tokens kept, sorted."""
+    kept, sets = [], {}
+    for e in items:
+        if sum(e.counts.values()) < least:
+            kept.append(e.token)
+            continue
+        same = (kind(e.token), e.in_message, frozenset((k, v) for k, v in e.counts.items() if v))
+        sets.setdefault(same, []).append(e.token)
+    return sorted([*kept, *(min(tokens) for tokens in sets.values())])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "subject:a", "subject:b", "url:a"]),
+            st.integers(1, 2),
+            st.dictionaries(st.sampled_from(["ham", "spam", "other"]), st.integers(0, 12)),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 12),
+)
+def test_distinct_evidence_keeps_what_the_rule_keeps(
+    drawn: list[tuple[str, int, dict[str, int]]], least: int
+) -> None:
+    items = [nb.Evidence(f"{token}{i}", n, counts) for i, (token, n, counts) in enumerate(drawn)]
+    expected = distinct_reference(items, least)
+    two = [item for item in items if "other" not in item.counts]
+    for labels in (None, ["ham", "spam", "other"], ["other", "spam", "ham"]):
+        kept = nb.distinct_evidence(items, least, kind, labels)
+        assert sorted(e.token for e in kept) == expected
+    assert sorted(e.token for e in nb.distinct_evidence(two, least, kind, ["ham", "spam"])) == (
+        distinct_reference(two, least)
+    )
+
+
 def reference(
     items: list[nb.Evidence],
     totals: dict[str, nb.ClassTotals],
