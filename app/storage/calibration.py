@@ -3,7 +3,7 @@ chosen (see ``app.domain.cutoff``)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, delete, select, update
 
 from app.domain.cutoff import BINS, HALVE_AT
 from app.storage import dialect
@@ -52,9 +52,7 @@ class HamScores:
         dialect.increment(self._conn, ham_score, [row])
         changes = self._cache.changes(scope)
         changes.histogram.append((index, 1))
-        total = self._conn.execute(
-            select(func.sum(ham_score.c.ham)).where(ham_score.c.scope_id == scope_id)
-        ).scalar()
+        ((total,),) = dialect.fetch(self._conn, _TOTAL, [scope_id])
         if total is not None and int(total) >= HALVE_AT:
             self._conn.execute(
                 update(ham_score)
@@ -80,3 +78,8 @@ class HamScores:
         self._conn.execute(
             delete(ham_score).where(ham_score.c.scope_id == scope_id, ham_score.c.ham == 0)
         )
+
+
+# The scores a model's histogram holds, asked after every ham score added (through the
+# driver: ``dialect.fetch``).
+_TOTAL = "SELECT SUM(ham) FROM ham_score WHERE scope_id = ?"

@@ -243,13 +243,16 @@ def counts_by_ids(
     return list(rows)
 
 
-def fetch(conn: Connection, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+def fetch(
+    conn: Connection, sql: str, params: Sequence[Any], lock: bool = False
+) -> list[Sequence[Any]]:
     """Every row of ``sql`` (``?`` placeholders, plain SQL both dialects read alike) through
     the driver, which prepares the statement once; the driver's own tuples, fetched at once.
     For small hot queries, where SQLAlchemy's compiling and Row objects cost more than the
-    query (see ``counts_by_ids``)."""
+    query (see ``counts_by_ids``). With ``lock`` the rows are locked for update where the
+    database locks rows (PostgreSQL; a SQLite writer holds the whole database already)."""
     if conn.dialect.name == "postgresql":
-        sql = sql.replace("?", "%s")
+        sql = sql.replace("?", "%s") + (" FOR UPDATE" if lock else "")
     result = conn.exec_driver_sql(sql, tuple(params))
     try:
         return list(result.cursor.fetchall())

@@ -63,7 +63,6 @@ class LearnedRecord:
     digest: str
     label: str
     bag: dict[int, int]
-    learned_at: datetime
     ham_bin: int | None = None
 
 
@@ -205,19 +204,13 @@ class Transaction:
         if scope_id is None:
             return None
         wanted = [digest, *others]
-        table = learned_message
-        query = (
-            select(table)
-            .where(table.c.scope_id == scope_id, table.c.digest.in_(wanted))
-            .with_for_update()
-        )
-        rows = {row.digest: row for row in self._conn.execute(query)}
+        sql = _LEARNED.format(marks=", ".join("?" * len(wanted)))
+        rows = {row[0]: row for row in dialect.fetch(self._conn, sql, [scope_id, *wanted], True)}
         row = next((rows[d] for d in wanted if d in rows), None)
         if row is None:
             return None
-        return LearnedRecord(
-            row.digest, row.label, decode_bag(row.tokens), row.learned_at, row.ham_bin
-        )
+        found, label, tokens, ham_bin = row
+        return LearnedRecord(found, label, decode_bag(bytes(tokens)), ham_bin)
 
     def claim(
         self,
@@ -287,4 +280,10 @@ _TOTALS = (
     "SELECT s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
     "t.occurrences, t.token_messages FROM model_scope s "
     "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
+)
+# The learned-message record of a digest (or of the first of several that has one): asked
+# before every learn and forget, through the driver (``dialect.fetch``).
+_LEARNED = (
+    "SELECT digest, label, tokens, ham_bin FROM learned_message "
+    "WHERE scope_id = ? AND digest IN ({marks})"
 )

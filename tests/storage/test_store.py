@@ -69,7 +69,6 @@ def test_counts_totals_and_records_read_back(engine: sa.Engine) -> None:
     assert (spam.messages, spam.occurrences, spam.token_messages) == (1, 6, 3)
     assert record is not None
     assert (record.label, record.bag) == ("spam", bag)
-    assert record.learned_at is not None
 
 
 def test_a_record_is_found_under_the_first_digest_that_has_one(engine: sa.Engine) -> None:
