@@ -364,7 +364,7 @@ def learn(
     users.train_site is false).
     """
     from app.cli.ahead import ahead, processes_for
-    from app.service import LEARN_BATCH, Analysed
+    from app.service import Analysed
 
     found = _find(state, paths, recursive)
     service = _service(state, user)
@@ -380,7 +380,7 @@ def learn(
 
     names = ("learned", "relabelled", "unchanged", "skipped")
     task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))
-    work = Batches(prepare, run, LEARN_BATCH)
+    work = Batches(prepare, run, service.learn_batch)
     run_task(task, found, work, loader=ahead(state.settings, processes_for(jobs, len(found))))
 
 

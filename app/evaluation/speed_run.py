@@ -203,8 +203,7 @@ def _time_learn(
     work: _Work, service: SpamFilter, read: Callable[[Path], bytes | Analysed] = Path.read_bytes
 ) -> Batch:
     """Learn the training half as ``spamfilter learn`` does: each message ``read`` (ahead,
-    or here) and analysed, then learned ``LEARN_BATCH`` at a time."""
-    from app.service import LEARN_BATCH
+    or here) and analysed, then learned as many at a time as learn does on the database."""
 
     def prepare(path: Path) -> Analysed:
         message = read(path)
@@ -213,7 +212,7 @@ def _time_learn(
     def learn(batch: Sequence[tuple[Analysed, str]]) -> list[str]:
         return [str(result.outcome.value) for result in service.learn_many(batch)]
 
-    return time_learn(work.split.train, learn, prepare, LEARN_BATCH)
+    return time_learn(work.split.train, learn, prepare, service.learn_batch)
 
 
 def _reading_ahead(work: _Work) -> Callable[[Path], bytes | Analysed]:

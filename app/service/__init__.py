@@ -12,7 +12,6 @@ transaction (expiry and export: one per model; a batch of learns: one per batch,
 
 from app.service.accounts import DeletedUser, UserSummary
 from app.service.facade import SpamFilter
-from app.service.learning import LEARN_BATCH
 from app.service.results import (
     Analysed,
     Classification,
@@ -25,7 +24,6 @@ from app.service.results import (
 )
 
 __all__ = [
-    "LEARN_BATCH",
     "Analysed",
     "Classification",
     "DeletedUser",

@@ -15,7 +15,7 @@ from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.events import Observer
 from app.service.history import History
 from app.service.judging import Judge
-from app.service.learning import Trainer, feedback_label
+from app.service.learning import LEARN_BATCH, Trainer, feedback_label
 from app.service.results import (
     Analysed,
     Classification,
@@ -63,6 +63,11 @@ class SpamFilter:
     def database(self) -> str:
         """The database dialect: ``sqlite`` or ``postgresql``."""
         return self._store.dialect_name
+
+    @property
+    def learn_batch(self) -> int:
+        """How many messages a bulk learn gives ``learn_many`` at a time on this database."""
+        return LEARN_BATCH.get(self.database, 10)
 
     def is_ready(self) -> bool:
         """True when the database answers, its schema is at the newest revision and (SQLite)

@@ -17,7 +17,6 @@ import pytest
 
 import app.cli.context
 import app.cli.messages
-import app.service
 from app.cli.mailboxes import Found, Source, Unreadable
 from app.cli.messages import FAILED, apply, load, summary
 from app.cli.progress import Bar
@@ -203,7 +202,7 @@ def test_the_database_going_down_stops_the_run_at_once(
         return learn_many(batch, user)
 
     wrap_learn_many(monkeypatch, failing)
-    monkeypatch.setattr(app.service, "LEARN_BATCH", 2)
+    monkeypatch.setattr(SpamFilter, "learn_batch", 2)
     result = run("learn", "--label", "spam", str(folder))
     assert result.exit_code == 75
     assert calls == [2, 2]
