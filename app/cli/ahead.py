@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 
+from app.cli.bulk import Loaded, Loader, load
 from app.cli.mailboxes import Found
-from app.cli.messages import Loaded, Loader, load
 from app.settings import Settings
 
 
@@ -27,8 +27,8 @@ def processes_for(jobs: int | None, messages: int) -> int:
 
 
 def ahead(settings: Settings, processes: int) -> Loader:
-    """A loader (see ``messages.run_task``) whose messages come read by ``processes`` other
-    processes, as learn reads them (with the legacy digest); none: ``messages.load``."""
+    """A loader (see ``bulk.run_task``) whose messages come read by ``processes`` other
+    processes, as learn reads them (with the legacy digest); none: ``bulk.load``."""
     if processes < 1:
         return load
 

@@ -17,8 +17,8 @@ import pytest
 
 import app.cli.context
 import app.cli.messages
+from app.cli.bulk import FAILED, apply, load, summary
 from app.cli.mailboxes import Found, Source, Unreadable
-from app.cli.messages import FAILED, apply, load, summary
 from app.cli.progress import Bar
 from app.errors import StorageUnavailable
 from app.evaluation.hostile import shape
