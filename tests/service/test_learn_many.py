@@ -55,17 +55,22 @@ def settings_for(make_settings: MakeSettings, url: str, mode: str, **overrides: 
     )
 
 
-def one_at_a_time(service: SpamFilter, messages: list[tuple[bytes, str]]) -> list[str]:
-    return [service.learn(raw, label).outcome.value for raw, label in messages]
+def one_at_a_time(
+    service: SpamFilter, messages: list[tuple[bytes, str]], user: str | None = None
+) -> list[str]:
+    return [service.learn(raw, label, user).outcome.value for raw, label in messages]
 
 
-def in_batches(service: SpamFilter, messages: list[tuple[bytes, str]], size: int) -> list[str]:
+def in_batches(
+    service: SpamFilter, messages: list[tuple[bytes, str]], size: int, user: str | None = None
+) -> list[str]:
     """The first two messages one at a time (so the model exists, and its cache is checked
     from the first batch on), the rest ``size`` at a time."""
-    outcomes = one_at_a_time(service, messages[:2])
+    outcomes = one_at_a_time(service, messages[:2], user)
     analysed = [(service.analyse(raw, legacy=True), label) for raw, label in messages[2:]]
     for start in range(0, len(analysed), size):
-        outcomes += [r.outcome.value for r in service.learn_many(analysed[start : start + size])]
+        batch = analysed[start : start + size]
+        outcomes += [r.outcome.value for r in service.learn_many(batch, user)]
     return outcomes
 
 
@@ -91,6 +96,26 @@ def test_batches_leave_exactly_what_one_at_a_time_leaves(
     plain = make_service(settings_for(make_settings, batch_url, mode, cache_tokens=0))
     for raw, _label in messages:
         assert batched.classify(raw).log_odds == plain.classify(raw).log_odds
+
+
+def test_a_users_batches_train_their_model_and_the_site_wide_one_alike(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+) -> None:
+    """Feedback for a user trains the user's model and the site-wide one in one transaction:
+    in a batch, both models change message after message, each judged from its own counts."""
+    messages, user = stream(), "alice@example.org"
+    single_url, batch_url = database_factory(), database_factory()
+    single = make_service(settings_for(make_settings, single_url, "thick"))
+    expected = one_at_a_time(single, messages, user)
+    batched = make_service(settings_for(make_settings, batch_url, "thick"))
+    assert in_batches(batched, messages, 7, user) == expected
+    assert snapshot(batch_url, timestamps=False) == snapshot(single_url, timestamps=False)
+    assert batched.stats().labels["ham"].messages > 0  # the site-wide model learned too
+    plain = make_service(settings_for(make_settings, batch_url, "thick", cache_tokens=0))
+    for raw, _label in messages:
+        assert batched.classify(raw, user).log_odds == plain.classify(raw, user).log_odds
 
 
 def test_a_batch_ends_its_transaction_where_expiry_falls_due(
