@@ -19,6 +19,7 @@ again.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -112,8 +113,8 @@ def apply(
 @dataclass(frozen=True, slots=True)
 class Batches:
     """Work done on ``size`` messages at a time (bulk learning): ``prepare`` reads one
-    message (its errors are that message's), ``run`` does the work on several, returning
-    their outcomes in order."""
+    message (its errors are that message's), ``run`` does the work on several, or on the
+    first few of them (at least one), returning their outcomes in order."""
 
     prepare: Callable[[bytes | Analysed], Analysed]
     run: Callable[[Sequence[Analysed]], list[str]]
@@ -130,9 +131,9 @@ def apply_batches(
     """``apply``, with the work done ``batches.size`` messages at a time.
 
     A message that cannot be read or prepared fails alone, as under ``apply``. When a batch
-    fails with anything but RUN_ERRORS, its messages are tried again one at a time, so that
-    only the one to blame fails. RUN_ERRORS stop it as under ``apply``; the messages of the
-    batch under way are then not counted (nor done).
+    fails with anything but RUN_ERRORS, its messages not yet done are tried again one at a
+    time, so that only the one to blame fails. RUN_ERRORS stop it as under ``apply``; the
+    messages of the call under way are then not counted (nor done).
     """
     pending: list[Loaded] = []
     for entry in loaded:
@@ -168,17 +169,27 @@ def _run_batch(
     counts: Counter[str],
     on_error: ErrorSink | None,
 ) -> None:
-    """Run one batch of prepared messages; on failure, each of them on its own."""
-    try:
-        outcomes = batches.run([_read(entry.content) for entry in pending])
-    except (*RUN_ERRORS, BrokenPipeError):
-        raise
-    except Exception:
-        apply(pending, bar, lambda _, content: batches.run([_read(content)])[0], counts, on_error)
-        return
-    for outcome in outcomes:
-        counts[outcome] += 1
-        bar.advance()
+    """Run one batch of prepared messages: ``run`` may do only the first few (it gives
+    their outcomes), and is given the rest again. On a failure, what it has not done is
+    tried one message at a time."""
+    done = 0
+    while done < len(pending):
+        try:
+            outcomes = batches.run([_read(entry.content) for entry in pending[done:]])
+        except (*RUN_ERRORS, BrokenPipeError):
+            raise
+        except Exception:
+            apply(pending[done:], bar, functools.partial(_one, batches), counts, on_error)
+            return
+        for outcome in outcomes:
+            counts[outcome] += 1
+            bar.advance()
+        done += len(outcomes)
+
+
+def _one(batches: Batches, _name: str, content: bytes | Analysed) -> str:
+    """``batches.run`` on one message: its outcome."""
+    return batches.run([_read(content)])[0]
 
 
 def _read(content: bytes | Analysed) -> Analysed:

@@ -115,7 +115,7 @@ def learn(
     def prepare(message: bytes | Analysed) -> Analysed:
         if isinstance(message, Analysed):
             return message
-        return service.analyse(message, legacy=True)
+        return service.learn_analysis(message, user)
 
     def run(messages: Sequence[Analysed]) -> list[str]:
         learned = service.learn_many([(message, label) for message in messages], user)

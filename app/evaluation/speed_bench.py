@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], float]
 LearnMany = Callable[[Sequence[tuple["Analysed", str]]], list[str]]
-"""Learns messages, each with a label ("spam" | "ham"), in one batch; returns their
-outcomes' names, in order."""
+"""Learns messages, each with a label ("spam" | "ham"), in one batch, or the first few of
+them (at least one); returns their outcomes' names, in order."""
 Classify = Callable[[bytes], str]
 """Classifies a raw message; returns the verdict ("spam" | "ham" | "unsure")."""
 Read = Callable[[Path], bytes]
@@ -122,11 +122,20 @@ def time_learn(
             failures += 1
             continue
         if len(pending) >= batch:
-            outcomes.update(learn(pending))
-            pending = []
-    if pending:
-        outcomes.update(learn(pending))
+            _learn_all(learn, pending, outcomes)
+    _learn_all(learn, pending, outcomes)
     return Batch(len(items), clock() - start, dict(sorted(outcomes.items())), failures)
+
+
+def _learn_all(
+    learn: LearnMany, pending: list[tuple[Analysed, str]], outcomes: Counter[str]
+) -> None:
+    """Learn every message of ``pending`` (``learn`` may take only the first few at a time:
+    it is given the rest again), counting the outcomes; ``pending`` is left empty."""
+    while pending:
+        done = learn(pending)
+        outcomes.update(done)
+        del pending[: len(done)]
 
 
 def time_classify(

@@ -207,7 +207,7 @@ def _time_learn(
 
     def prepare(path: Path) -> Analysed:
         message = read(path)
-        return service.analyse(message, legacy=True) if isinstance(message, bytes) else message
+        return service.learn_analysis(message) if isinstance(message, bytes) else message
 
     def learn(batch: Sequence[tuple[Analysed, str]]) -> list[str]:
         return [str(result.outcome.value) for result in service.learn_many(batch)]

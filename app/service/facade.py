@@ -126,20 +126,30 @@ class SpamFilter:
     def learn_many(
         self, messages: Sequence[tuple[Analysed, str]], user: str | None = None
     ) -> list[FeedbackResult]:
-        """Learn messages read by ``analyse(raw, legacy=True)``, each with its label, exactly
-        as ``learn`` one after another would, in as few transactions as expiry allows
-        (``Trainer.learn_many``): bulk learning. A label that names none refuses them all
-        before any is learned; a database error leaves its transaction's messages unlearned.
-        Observers get one event per message."""
-        labelled = [(analysed, feedback_label(label)) for analysed, label in messages]
-        models = self.models(user)
-        with self._watch.calls("learn", user, len(labelled)) as watches:
-            for watch, (analysed, _label) in zip(watches, labelled, strict=True):
+        """Learn messages read by ``learn_analysis``, each with its label, in one
+        transaction, as ``learn`` one after another would: bulk learning (see
+        ``learn_batch``). It stops after a message that makes expiry due (``Upkeep.due``),
+        so it learns at least the first and usually all: their results, in order; the caller
+        gives the rest again. A label that names none refuses them all; on any error none of
+        them is learned. Observers get one event per message learned, or one error each."""
+        with self._watch.calls("learn", user, len(messages)) as watches:
+            for watch, (analysed, _label) in zip(watches, messages, strict=True):
                 watch.read(analysed)
-            results = self._trainer.learn_many(labelled, models)
-            for watch, result, (_, target) in zip(watches, results, labelled, strict=True):
+            labelled = [(analysed, feedback_label(label)) for analysed, label in messages]
+            results = self._trainer.learn_many(labelled, self.models(user))
+            for watch, result, (_, target) in zip(watches, results, labelled, strict=False):
                 watch.answer(result.outcome.value, label=target.value)
+            del watches[len(results) :]  # the rest were not learned: no event
         return results
+
+    def learn_analysis(
+        self, raw: bytes, user: str | None = None, form: Form = "rfc822"
+    ) -> Analysed:
+        """``analyse`` for ``learn_many`` (with the digest an older version gave the same
+        bytes); a message that cannot be read is reported to the observers as a learn that
+        failed, as ``learn`` reports it."""
+        with self._watch.failure("learn", user):
+            return self.analyse(raw, legacy=True, form=form)
 
     def forget(
         self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"

@@ -56,34 +56,37 @@ class Trainer:
     def learn_many(
         self, messages: Sequence[tuple[Analysed, Label]], models: Models
     ) -> list[FeedbackResult]:
-        """``learn`` each message in turn, in as few transactions as expiry allows: each is
-        judged against the model as the ones before it left it, so the counts, records and
-        outcomes are exactly those of learning them one at a time, in this order.
-
-        A transaction ends early after a message that makes expiry due (``Upkeep.due``);
-        expiry runs after its commit, as after a single learn, and the rest follow in the
-        next. On an error the messages of the failing transaction are not learned (those of
-        transactions before it are)."""
-        results: list[FeedbackResult] = []
-        while len(results) < len(messages):
-            rest = messages[len(results) :]
-            outcomes, grown = self._write(functools.partial(self._learn_run, rest, models))
-            results.extend(
-                FeedbackResult(analysed.digest, target, outcome, analysed.form)
-                for (analysed, target), outcome in zip(rest, outcomes, strict=False)
-            )
-            self._upkeep.after_learn(grown)
-        return results
+        """``learn`` the messages in turn, in one transaction, up to the first after which
+        expiry falls due (``Upkeep.due``): at least the first, usually all. Their results, in
+        order; the caller gives the rest again. Each is judged against the model as the ones
+        before it left it, and expiry runs after the commit as after a single learn, so the
+        counts, records and outcomes are exactly those of learning them one at a time.
+        On an error none of them is learned."""
+        if not messages:
+            return []
+        outcomes, grown = self._write(functools.partial(self._learn_run, messages, models))
+        self._upkeep.after_learn(grown)
+        return [
+            FeedbackResult(analysed.digest, target, outcome, analysed.form)
+            for (analysed, target), outcome in zip(messages, outcomes, strict=False)
+        ]
 
     def _learn_run(
         self, messages: Sequence[tuple[Analysed, Label]], models: Models, tx: Transaction
     ) -> tuple[list[Outcome], dict[str, int]]:
         """Learn messages in ``tx`` up to the first after which expiry is due (at least
         one); their outcomes, and the vocabularies they grew."""
+        sites = self._site_models(models)
+        if sites and len(messages) > 1:
+            # One learn locks the user's model before the site-wide one whenever it changes
+            # both; a batch might change the site-wide one first (a message the user's model
+            # already holds) and the user's later: against a single learn for the same user,
+            # a deadlock on PostgreSQL. Locking the user's model first keeps the one order.
+            tx.lock_scope(models.own)
         outcomes = []
         for analysed, target in messages:
             outcomes.append(self._learn_in(tx, models, analysed, target))
-            for site in self._site_models(models):
+            for site in sites:
                 self._learn_in(tx, site, analysed, target)
             if self._upkeep.due(tx.grown()):
                 break

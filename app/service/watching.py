@@ -54,10 +54,18 @@ class Watcher:
             yield watches[0]
 
     @contextmanager
+    def failure(self, name: str, user: str | None) -> Iterator[None]:
+        """Report an exception as a call named ``name`` that ended in ``error`` (and re-raise
+        it); nothing when none is raised (the call is reported by what follows)."""
+        with self.calls(name, user, 1) as watches:
+            yield
+            watches.clear()
+
+    @contextmanager
     def calls(self, name: str, user: str | None, count: int) -> Iterator[list[Watch]]:
         """Watch ``count`` calls made together (a batch of learns): one event each, taking
         an equal share of the time; an exception is reported as ``error`` for each of them
-        and re-raised."""
+        and re-raised. Watches the caller removes from the list are not reported."""
         watches = [Watch() for _ in range(count)]
         if not self._observers:
             yield watches

@@ -6,9 +6,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
+from app.errors import InvalidLabel, InvalidMessage
 from app.service import Analysed, SpamFilter
 from app.service.events import Event
 from app.settings import Settings
@@ -69,8 +72,19 @@ def in_batches(
     outcomes = one_at_a_time(service, messages[:2], user)
     analysed = [(service.analyse(raw, legacy=True), label) for raw, label in messages[2:]]
     for start in range(0, len(analysed), size):
-        batch = analysed[start : start + size]
-        outcomes += [r.outcome.value for r in service.learn_many(batch, user)]
+        outcomes += learn_all(service, analysed[start : start + size], user)
+    return outcomes
+
+
+def learn_all(
+    service: SpamFilter, batch: list[tuple[Analysed, str]], user: str | None = None
+) -> list[str]:
+    """``learn_many`` until every message is learned (it may take only the first few)."""
+    outcomes: list[str] = []
+    while len(outcomes) < len(batch):
+        done = service.learn_many(batch[len(outcomes) :], user)
+        assert done, "learn_many learns at least the first message"
+        outcomes += [r.outcome.value for r in done]
     return outcomes
 
 
@@ -131,9 +145,19 @@ def test_a_batch_ends_its_transaction_where_expiry_falls_due(
     single = make_service(settings_for(make_settings, single_url, "everything", **capped))
     expected = one_at_a_time(single, messages)
     batched = make_service(settings_for(make_settings, batch_url, "everything", **capped))
+    calls: list[tuple[int, int]] = []
+    learn_many = batched.learn_many
+
+    def counted(batch: list[tuple[Analysed, str]], user: str | None = None) -> list[Any]:
+        results = learn_many(batch, user)
+        calls.append((len(batch), len(results)))
+        return results
+
+    batched.learn_many = counted  # type: ignore[method-assign]
     assert in_batches(batched, messages, 1000) == expected
     assert snapshot(batch_url, timestamps=False) == snapshot(single_url, timestamps=False)
     assert batched.stats().vocabulary <= 80 * 1.1
+    assert any(learned < given for given, learned in calls)  # expiry ended some early
 
 
 def test_observers_get_one_event_per_message_of_a_batch(settings: Settings) -> None:
@@ -154,19 +178,28 @@ def test_observers_get_one_event_per_message_of_a_batch(settings: Settings) -> N
             (service.analyse(raw, legacy=True), label) for raw, label in messages
         ]
         results = service.learn_many([*analysed, analysed[0]])
+        with pytest.raises(InvalidMessage):
+            service.learn_analysis(b"\x00 not a message")
+        with pytest.raises(InvalidLabel):
+            service.learn_many([(analysed[1][0], "junk"), (analysed[2][0], "ham")])
     finally:
         service.close()
         engine.dispose()
-    assert [e.call for e in events] == ["learn"] * 6
-    assert [e.digest for e in events] == [a.digest for a, _ in [*analysed, analysed[0]]]
-    assert [e.outcome for e in events] == [r.outcome.value for r in results]
-    assert Counter(e.outcome for e in events) == {"learned": 5, "unchanged": 1}
-    assert [e.label for e in events] == [label for _, label in messages] + [messages[0][1]]
+    assert [e.call for e in events] == ["learn"] * 9
+    assert [e.digest for e in events[:6]] == [a.digest for a, _ in [*analysed, analysed[0]]]
+    assert [e.outcome for e in events[:6]] == [r.outcome.value for r in results]
+    assert Counter(e.outcome for e in events[:6]) == {"learned": 5, "unchanged": 1}
+    assert [e.label for e in events[:6]] == [label for _, label in messages] + [messages[0][1]]
+    # A message that cannot be read, and a batch refused for a label: errors, as learn's.
+    assert [(e.outcome, e.error) for e in events[6:]] == [
+        ("error", "invalid_message"),
+        ("error", "invalid_label"),
+        ("error", "invalid_label"),
+    ]
+    assert [e.digest for e in events[7:]] == [analysed[1][0].digest, analysed[2][0].digest]
 
 
 def test_a_label_that_names_none_refuses_the_whole_batch(service: SpamFilter) -> None:
-    from app.errors import InvalidLabel
-
     good = service.analyse(stream()[0][0], legacy=True)
     with pytest.raises(InvalidLabel):
         service.learn_many([(good, "spam"), (good, "junk")])
@@ -175,3 +208,34 @@ def test_a_label_that_names_none_refuses_the_whole_batch(service: SpamFilter) ->
 
 def test_an_empty_batch_does_nothing(service: SpamFilter) -> None:
     assert service.learn_many([]) == []
+
+
+def test_a_users_batch_locks_the_users_model_first(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    database_backend: str,
+) -> None:
+    """A single learn for a user locks the user's model before the site-wide one whenever it
+    changes both; a batch could change the site-wide one first (a message the user's model
+    already holds), so it locks the user's model before anything else: one order, no
+    deadlock with a single learn for the same user on PostgreSQL."""
+    if database_backend == "sqlite":
+        pytest.skip("a SQLite writer holds the whole database")
+    user = "alice@example.org"
+    service = make_service(settings_for(make_settings, database_factory(), "everything"))
+    messages = stream()[:6]
+    one_at_a_time(service, messages[:1], user)
+    locks: list[tuple[str, Any]] = []
+    engine = service._store._engine
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def note(_conn: Any, _cursor: Any, statement: str, params: Any, *_args: Any) -> None:
+        if "model_scope" in statement and ("FOR UPDATE" in statement or "UPDATE" in statement):
+            locks.append((statement, params))
+
+    analysed = [(service.analyse(raw, legacy=True), label) for raw, label in messages]
+    assert learn_all(service, analysed, user)[0] == "unchanged"
+    statement, params = locks[0]
+    assert statement.startswith("SELECT id FROM model_scope") and "FOR UPDATE" in statement
+    assert list(params) == [service.models(user).own]
