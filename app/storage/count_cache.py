@@ -119,7 +119,7 @@ class CountCache:
             before = len(held.tokens)
             held.tokens.update(changes.tokens)
             self._held += len(held.tokens) - before
-            held.histogram = _stepped(held.histogram, changes)
+            held.histogram = update.histogram
             held.key = update.key
             if self._held > self.max_tokens:
                 self._drop_all()
@@ -169,6 +169,8 @@ class Held:
 
     model: ModelCache
     own: Changes | None = None
+    # With ``own``: the histogram as the transaction saw it before its changes.
+    base: tuple[int, ...] | None = None
 
     def tokens(self, token_ids: Iterable[int]) -> dict[int, Counts | None]:
         """Each id's counts (None: absent from the model), or UNSEEN when not known here."""
@@ -188,7 +190,7 @@ class Held:
         """The ham score histogram, None when not known here."""
         if self.own is None:
             return self.model.histogram
-        return _stepped(self.model.histogram, self.own)
+        return _stepped(self.base, self.own)
 
 
 def _stepped(histogram: tuple[int, ...] | None, changes: Changes) -> tuple[int, ...] | None:
@@ -212,6 +214,11 @@ class Update:
     checked: Hashable
     key: Hashable
     changes: Changes
+    # The ham score histogram at ``key`` (None: not known): what the transaction saw when it
+    # checked the model (or read since), stepped by its changes. Absolute, not the steps:
+    # a reader that checked the old key may have read the new histogram from the database
+    # (READ COMMITTED) and held it before this update arrives.
+    histogram: tuple[int, ...] | None = None
 
 
 class CacheView:
@@ -223,6 +230,8 @@ class CacheView:
         self._scopes = scopes
         self._checked: dict[str, tuple[ModelCache, Hashable]] = {}
         self._changes: dict[str, Changes] = {}
+        # The histogram each checked model held when checked, or as this transaction read it.
+        self._histograms: dict[str, tuple[int, ...] | None] = {}
 
     def check(self, scope: str, key: Hashable) -> None:
         """The scope row of ``scope`` reads ``key`` in this transaction. Once the
@@ -232,6 +241,7 @@ class CacheView:
         held = self._cache.model(scope, key)
         if held is not None:
             self._checked[scope] = (held, key)
+            self._histograms[scope] = held.histogram
 
     def held(self, scope: str) -> Held | None:
         """What may be read for ``scope`` here, if this transaction checked it: what is
@@ -252,7 +262,7 @@ class CacheView:
         checked = _generation(found[1])
         if self._scopes.untracked(scope) or checked is None or generation != checked + 1:
             return None
-        return Held(found[0], self.changes(scope))
+        return Held(found[0], self.changes(scope), self._histograms.get(scope))
 
     def fill(self, scope: str, found: Mapping[int, Counts | None]) -> None:
         """Keep counts this transaction read for a model it checked: held for the process
@@ -272,6 +282,7 @@ class CacheView:
         held = self.held(scope)
         if held is not None and held.own is None and self._cache is not None:
             self._cache.keep_histogram(held.model, self._checked[scope][1], histogram)
+            self._histograms[scope] = tuple(histogram)
 
     def changes(self, scope: str) -> Changes:
         """Where to record what this transaction changes in ``scope``."""
@@ -289,7 +300,8 @@ class CacheView:
                 continue
             key = read_key(scope)
             if key is not None and _next_generation(checked[1], key):
-                updates.append(Update(scope, checked[1], key, changes))
+                histogram = _stepped(self._histograms.get(scope), changes)
+                updates.append(Update(scope, checked[1], key, changes, histogram))
         return updates
 
     def install(self, updates: list[Update]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from app.storage import count_cache
 from app.storage.count_cache import CountCache
 from app.storage.engine import make_engine
 from app.storage.store import ModelTotals, Store, TokenStats
@@ -293,6 +294,31 @@ def learn_as_the_service_does_in(tx: Any, label: str, bag: dict[int, int]) -> No
     tx.add("s", label, bag, vocabulary=True)
     if label == "ham":
         tx.ham_scores().add("s", 4)
+
+
+def test_a_histogram_read_between_a_commit_and_its_install_is_not_counted_twice(
+    writer: Store, reader: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that checked the model before another thread's learn committed reads the
+    ham score histogram after that commit (PostgreSQL reads what is committed) and holds it
+    under the old key; the learn's update, arriving after, must not add its score again."""
+    learn_as_the_service_does(writer, "ham", {1: 1})
+    learn(writer, "spam", {2: 1})
+    real_install = count_cache.CountCache.install
+    with reader.transaction(write=False) as other:
+        other.totals("s")  # checked before the learn below commits
+
+        def install(cache: count_cache.CountCache, update: count_cache.Update) -> None:
+            other.ham_scores().histogram("s")  # read after the commit, held under the old key
+            real_install(cache, update)
+
+        monkeypatch.setattr(count_cache.CountCache, "install", install)
+        with reader.transaction(write=True) as tx:
+            tx.totals("s")
+            tx.ham_scores().add("s", 4)
+        monkeypatch.setattr(count_cache.CountCache, "install", real_install)
+    assert read(reader)[2] == read(writer)[2]
+    assert read(reader)[2][4] == 2
 
 
 def test_the_models_held_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
