@@ -130,7 +130,8 @@ def apply_batches(
 ) -> None:
     """``apply``, with the work done ``batches.size`` messages at a time.
 
-    A message that cannot be read or prepared fails alone, as under ``apply``. When a batch
+    A message that cannot be read or prepared fails alone, as under ``apply``, after the
+    messages before it are done (so failures are reported in the order found). When a batch
     fails with anything but RUN_ERRORS, its messages not yet done are tried again one at a
     time, so that only the one to blame fails. RUN_ERRORS stop it as under ``apply``; the
     messages of the call under way are then not counted (nor done).
@@ -138,16 +139,15 @@ def apply_batches(
     pending: list[Loaded] = []
     for entry in loaded:
         prepared = _prepared(entry, batches)
+        if prepared.problem is not None or len(pending) >= batches.size:
+            _run_batch(pending, bar, batches, counts, on_error)
+            pending.clear()
         if prepared.problem is not None:
             _failed(prepared, prepared.problem, bar, counts, on_error)
             bar.advance()
-            continue
-        pending.append(prepared)
-        if len(pending) >= batches.size:
-            _run_batch(pending, bar, batches, counts, on_error)
-            pending.clear()
-    if pending:
-        _run_batch(pending, bar, batches, counts, on_error)
+        else:
+            pending.append(prepared)
+    _run_batch(pending, bar, batches, counts, on_error)
 
 
 def _prepared(entry: Loaded, batches: Batches) -> Loaded:

@@ -348,6 +348,29 @@ def test_what_a_batch_learned_before_it_failed_is_counted_once(
     assert _learned(stats) == {"ham": 3, "spam": 0}
 
 
+def test_failures_are_reported_in_the_order_found(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One message fails in learning (its batch, then itself alone), the next cannot be
+    read: the lines come in file order, the batch being done before the next is reported."""
+    folder = tmp_path / "order"
+    folder.mkdir()
+    (folder / "a-poison.eml").write_bytes(plain("poison pill", "deep"))
+    (folder / "b-not-mail").write_bytes(b"\x00\x01 not a message\n")
+    (folder / "c-good.eml").write_bytes(messages("ham", 1)[0])
+
+    def poisoned_batch(batch: Batch, user: str | None, learn_many: LearnMany) -> Any:
+        if any("poison" in (analysed.subject or "") for analysed, _ in batch):
+            raise RuntimeError("a bug met in the batch")
+        return learn_many(batch, user)
+
+    wrap_learn_many(monkeypatch, poisoned_batch)
+    result = run("learn", "--label", "ham", str(folder))
+    names = [Path(line.split(": ")[1]).name for line in result.stderr.splitlines()]
+    assert names == ["a-poison.eml", "b-not-mail"]
+    assert result.stdout.startswith("learned 1, relabelled 0, unchanged 0, skipped 0, failed 2")
+
+
 def test_the_counts_line() -> None:
     counts = Counter({"learned": 3, FAILED: 1})
     assert summary(counts, ("learned", "skipped"), 2.0) == (
