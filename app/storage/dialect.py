@@ -218,14 +218,14 @@ def counts_by_ids(
 
     Why a driver statement: compiling the expanding ``IN`` list was a third of a
     classification (283 ids a message on the SpamAssassin corpus); SQLite receives the ids
-    as one JSON array (``json_each``), PostgreSQL as one array. Errors still come wrapped as
-    SQLAlchemy's, so the store maps them as it maps every other.
+    as one JSON array (``json_each``), PostgreSQL as one binary array (see ``_placeholder``).
+    Errors still come wrapped as SQLAlchemy's, so the store maps them as it maps every other.
     """
     names = ", ".join(columns)
     if conn.dialect.name == "postgresql":
         sql = (
             f"SELECT token_id, {names} FROM {table.name} WHERE scope_id = %s "
-            "AND token_id = ANY(%s) ORDER BY token_id"
+            "AND token_id = ANY(%b::bigint[]) ORDER BY token_id"
         )
         params: tuple[Any, ...] = (scope_id, list(ids))
     else:
@@ -321,6 +321,13 @@ _PG_TYPES = {
 }
 
 
+def _placeholder(pg_type: str) -> str:
+    """How an array of ``pg_type`` is sent: integers in psycopg's binary format (``%b``),
+    which packs them in C; its text format quotes element by element in Python (300 ids:
+    ~130 µs a statement more), which was a tenth of a learn on PostgreSQL."""
+    return "%b" if pg_type in ("bigint", "integer") else "%s"
+
+
 def _insert_unnest(
     conn: Connection,
     table: Table,
@@ -329,7 +336,7 @@ def _insert_unnest(
     suffix: str,
 ) -> CursorResult[Any]:
     types = [_PG_TYPES[type(table.c[n].type).__name__] for n in names]
-    arrays = ", ".join(f"%s::{t}[]" for t in types)
+    arrays = ", ".join(f"{_placeholder(t)}::{t}[]" for t in types)
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM unnest({arrays}){suffix}"
     return conn.exec_driver_sql(sql, tuple([row[n] for row in rows] for n in names))
 
