@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.storage import count_cache
+from app.storage import calibration, count_cache
 from app.storage.count_cache import CountCache
 from app.storage.engine import make_engine
 from app.storage.store import ModelTotals, Store, TokenStats
@@ -319,6 +319,28 @@ def test_a_histogram_read_between_a_commit_and_its_install_is_not_counted_twice(
         monkeypatch.setattr(count_cache.CountCache, "install", real_install)
     assert read(reader)[2] == read(writer)[2]
     assert read(reader)[2][4] == 2
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_the_ham_scores_are_halved_at_their_bound(
+    writer: Store, reader: Store, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    """Every bin is halved once the histogram holds ``HALVE_AT`` scores, in a process that
+    caches counts or not, whether the scores come one learn at a time or several in one
+    transaction; what the cache holds after follows (the halving is not followed: read
+    again)."""
+    monkeypatch.setattr(calibration, "HALVE_AT", 6)
+    store = reader if cached else writer
+    learn(writer, "spam", {1: 1})
+    for k in range(2):
+        learn_as_the_service_does(store, "ham", {10 + k: 1})  # bin 4
+    with store.transaction(write=True) as tx:  # bins 4, 4, 4, 4: the sixth score halves
+        for k in range(4):
+            learn_as_the_service_does_in(tx, "ham", {20 + k: 1})
+    assert read(writer)[2][4] == 3
+    learn_as_the_service_does(store, "ham", {30: 1})
+    assert read(writer)[2][4] == 4
+    assert read(reader) == read(writer)
 
 
 def test_the_models_held_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
