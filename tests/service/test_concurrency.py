@@ -1,4 +1,5 @@
-"""Concurrent writers lose no count: 8 writers x 300 feedback calls on the same token rows.
+"""Concurrent writers lose no count: 8 writers x 300 feedback calls on the same token rows,
+one call at a time or with runs of learns in batches (``learn_many``).
 
 Processes (spawned, each with its own service and engine) are how several servers or CLI runs
 share one database; threads sharing one service are how a threaded server does. Afterwards
@@ -53,12 +54,12 @@ def run_in_processes(settings: Settings) -> dict[int, Counter[str]]:
     return outcomes
 
 
-def run_in_threads(service: SpamFilter) -> dict[int, Counter[str]]:
+def run_in_threads(service: SpamFilter, batch: int = 1) -> dict[int, Counter[str]]:
     barrier = threading.Barrier(workload.WORKERS)
     results: dict[int, Counter[str] | str] = {}
     threads = [
         threading.Thread(
-            target=workload.thread_main, args=(service, worker, SEED, barrier, results)
+            target=workload.thread_main, args=(service, worker, SEED, barrier, results, batch)
         )
         for worker in range(workload.WORKERS)
     ]
@@ -75,7 +76,7 @@ def run_in_threads(service: SpamFilter) -> dict[int, Counter[str]]:
     return outcomes
 
 
-@pytest.mark.parametrize("mode", ["processes", "threads"])
+@pytest.mark.parametrize("mode", ["processes", "threads", "threads in batches"])
 def test_concurrent_feedback_loses_no_count(
     service: SpamFilter,
     settings: Settings,
@@ -90,7 +91,12 @@ def test_concurrent_feedback_loses_no_count(
     assert min(p.outcomes["forgotten"] for p in plans) > 0
     assert min(p.shared_calls for p in plans) > 0
 
-    outcomes = run_in_processes(settings) if mode == "processes" else run_in_threads(service)
+    if mode == "processes":
+        outcomes = run_in_processes(settings)
+    else:
+        # In batches: runs of a worker's learns go 7 at a time to learn_many, one transaction
+        # each, while the other workers learn and forget the same token rows.
+        outcomes = run_in_threads(service, batch=7 if mode.endswith("batches") else 1)
 
     total: Counter[str] = Counter()
     for counted in outcomes.values():

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.bootstrap import build_service
 from app.domain.token_ids import token_id
-from app.service import SpamFilter
+from app.service import Analysed, SpamFilter
 from app.settings import Settings
 from tests.builders import HAM_SENDERS, HAMMY_WORDS, SPAM_SENDERS, SPAMMY_WORDS, word_message
 
@@ -151,14 +151,29 @@ def expected_counts(
     }
 
 
-def run(service: SpamFilter, calls: Iterable[Call]) -> Counter[str]:
-    """Make the calls in order; the outcome of each, counted."""
+def run(service: SpamFilter, calls: Iterable[Call], batch: int = 1) -> Counter[str]:
+    """Make the calls in order; the outcome of each, counted. With ``batch``, runs of learns
+    go ``batch`` at a time to ``learn_many``, as a bulk learn sends them."""
     outcomes: Counter[str] = Counter()
+    pending: list[tuple[Analysed, str]] = []
+
+    def flush() -> None:
+        while pending:
+            done = service.learn_many(pending)
+            outcomes.update(result.outcome.value for result in done)
+            del pending[: len(done)]
+
     for call in calls:
         if call.label is None:
+            flush()
             outcomes[service.forget(call.raw).outcome.value] += 1
+        elif batch > 1:
+            pending.append((service.learn_analysis(call.raw), call.label))
+            if len(pending) >= batch:
+                flush()
         else:
             outcomes[service.learn(call.raw, call.label).outcome.value] += 1
+    flush()
     return outcomes
 
 
@@ -183,11 +198,12 @@ def thread_main(
     seed: int,
     barrier: threading.Barrier,
     results: dict[int, Counter[str] | str],
+    batch: int = 1,
 ) -> None:
     """Entry point of a worker thread: the service is shared, as in a threaded server."""
     try:
         calls = plan(worker, seed).calls
         barrier.wait(timeout=120)
-        results[worker] = run(service, calls)
+        results[worker] = run(service, calls, batch)
     except BaseException:
         results[worker] = traceback.format_exc()
