@@ -83,6 +83,11 @@ class Trainer:
             # already holds) and the user's later: against a single learn for the same user,
             # a deadlock on PostgreSQL. Locking the user's model first keeps the one order.
             tx.lock_scope(models.own)
+        for scope in (models.own, *(site.own for site in sites)):
+            # Checked before anything changes them, so that the whole batch reads their
+            # counts through the cache (``CacheView.held``), even when its first message
+            # changes a model without judging it (a relabel; every spam under ``everything``).
+            tx.totals(scope)
         outcomes = []
         for analysed, target in messages:
             outcomes.append(self._learn_in(tx, models, analysed, target))

@@ -16,6 +16,7 @@ from app.service import Analysed, SpamFilter
 from app.service.events import Event
 from app.settings import Settings
 from app.storage.engine import make_engine
+from app.storage.repository import Transaction
 from app.storage.store import Store
 from tests.builders import HAM_SENDERS, HAMMY_WORDS, SPAM_SENDERS, SPAMMY_WORDS, word_message
 from tests.storage.snapshot import snapshot
@@ -239,3 +240,33 @@ def test_a_users_batch_locks_the_users_model_first(
     statement, params = locks[0]
     assert statement.startswith("SELECT id FROM model_scope") and "FOR UPDATE" in statement
     assert list(params) == [service.models(user).own]
+
+
+def test_a_batch_that_starts_with_a_relabel_still_judges_from_the_cache(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The models are checked before the batch's first message changes them: after a
+    relabel, the next messages are judged from what the cache holds, and only the tokens the
+    relabel moved are read again."""
+    service = make_service(settings_for(make_settings, database_factory(), "thick"))
+    messages = stream()
+    one_at_a_time(service, messages[:10])
+    first, (b, c) = messages[0], messages[50:52]  # b and c: new to the model
+    for raw, _ in (b, c):
+        service.classify(raw)  # every token of b and c now held, learned or absent
+    flip = "ham" if first[1] == "spam" else "spam"
+    batch = [(service.learn_analysis(raw), label) for raw, label in ((first[0], flip), b, c)]
+    read: list[int] = []
+    real = Transaction._read_counts
+
+    def counting(tx: Transaction, scope: str, token_ids: list[int]) -> Any:
+        read.extend(token_ids)
+        return real(tx, scope, token_ids)
+
+    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    outcomes = [r.outcome.value for r in service.learn_many(batch)]
+    assert outcomes[0] == "relabelled" and outcomes[1] in ("learned", "skipped")
+    assert set(read) <= set(batch[0][0].bag())  # only what the relabel moved
