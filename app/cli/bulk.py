@@ -113,11 +113,11 @@ def apply(
 @dataclass(frozen=True, slots=True)
 class Batches:
     """Work done on ``size`` messages at a time (bulk learning): ``prepare`` reads one
-    message (its errors are that message's), ``run`` does the work on several, or on the
-    first few of them (at least one), returning their outcomes in order."""
+    message (its errors are that message's), ``run`` does the work on several, yielding
+    their outcomes in order as it has done them (a few at a time, or all at once)."""
 
     prepare: Callable[[bytes | Analysed], Analysed]
-    run: Callable[[Sequence[Analysed]], list[str]]
+    run: Callable[[Sequence[Analysed]], Iterable[list[str]]]
     size: int
 
 
@@ -169,27 +169,25 @@ def _run_batch(
     counts: Counter[str],
     on_error: ErrorSink | None,
 ) -> None:
-    """Run one batch of prepared messages: ``run`` may do only the first few (it gives
-    their outcomes), and is given the rest again. On a failure, what it has not done is
-    tried one message at a time."""
+    """Run one batch of prepared messages, counting outcomes as ``run`` yields them. On a
+    failure, what it had not done is tried one message at a time."""
     done = 0
-    while done < len(pending):
-        try:
-            outcomes = batches.run([_read(entry.content) for entry in pending[done:]])
-        except (*RUN_ERRORS, BrokenPipeError):
-            raise
-        except Exception:
-            apply(pending[done:], bar, functools.partial(_one, batches), counts, on_error)
-            return
-        for outcome in outcomes:
-            counts[outcome] += 1
-            bar.advance()
-        done += len(outcomes)
+    try:
+        for outcomes in batches.run([_read(entry.content) for entry in pending]):
+            for outcome in outcomes:
+                counts[outcome] += 1
+                bar.advance()
+            done += len(outcomes)
+    except (*RUN_ERRORS, BrokenPipeError):
+        raise
+    except Exception:
+        apply(pending[done:], bar, functools.partial(_one, batches), counts, on_error)
 
 
 def _one(batches: Batches, _name: str, content: bytes | Analysed) -> str:
     """``batches.run`` on one message: its outcome."""
-    return batches.run([_read(content)])[0]
+    ((outcome,),) = batches.run([_read(content)])
+    return outcome
 
 
 def _read(content: bytes | Analysed) -> Analysed:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
@@ -107,19 +107,16 @@ def learn(
     users.train_site is false).
     """
     from app.cli.ahead import ahead, processes_for
-    from app.service import Analysed
 
     found = _find(state, paths, recursive)
     service = _service(state, user)
 
     def prepare(message: bytes | Analysed) -> Analysed:
-        if isinstance(message, Analysed):
-            return message
         return service.learn_analysis(message, user)
 
-    def run(messages: Sequence[Analysed]) -> list[str]:
-        learned = service.learn_many([(message, label) for message in messages], user)
-        return [result.outcome.value for result in learned]
+    def run(messages: Sequence[Analysed]) -> Iterator[list[str]]:
+        learning = service.learn_many([(message, label) for message in messages], user)
+        return ([result.outcome.value for result in done] for done in learning)
 
     names = ("learned", "relabelled", "unchanged", "skipped")
     task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))

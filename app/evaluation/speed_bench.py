@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,9 +27,9 @@ if TYPE_CHECKING:
     from app.service import Analysed
 
 Clock = Callable[[], float]
-LearnMany = Callable[[Sequence[tuple["Analysed", str]]], list[str]]
-"""Learns messages, each with a label ("spam" | "ham"), in one batch, or the first few of
-them (at least one); returns their outcomes' names, in order."""
+LearnMany = Callable[[Sequence[tuple["Analysed", str]]], Iterable[list[str]]]
+"""Learns messages, each with a label ("spam" | "ham"), in one batch; yields their
+outcomes' names, in order, a few or all at a time."""
 Classify = Callable[[bytes], str]
 """Classifies a raw message; returns the verdict ("spam" | "ham" | "unsure")."""
 Read = Callable[[Path], bytes]
@@ -122,20 +123,11 @@ def time_learn(
             failures += 1
             continue
         if len(pending) >= batch:
-            _learn_all(learn, pending, outcomes)
-    _learn_all(learn, pending, outcomes)
+            outcomes.update(chain.from_iterable(learn(pending)))
+            pending = []
+    if pending:
+        outcomes.update(chain.from_iterable(learn(pending)))
     return Batch(len(items), clock() - start, dict(sorted(outcomes.items())), failures)
-
-
-def _learn_all(
-    learn: LearnMany, pending: list[tuple[Analysed, str]], outcomes: Counter[str]
-) -> None:
-    """Learn every message of ``pending`` (``learn`` may take only the first few at a time:
-    it is given the rest again), counting the outcomes; ``pending`` is left empty."""
-    while pending:
-        done = learn(pending)
-        outcomes.update(done)
-        del pending[: len(done)]
 
 
 def time_classify(

@@ -206,11 +206,10 @@ def _time_learn(
     or here) and analysed, then learned as many at a time as learn does on the database."""
 
     def prepare(path: Path) -> Analysed:
-        message = read(path)
-        return service.learn_analysis(message) if isinstance(message, bytes) else message
+        return service.learn_analysis(read(path))
 
-    def learn(batch: Sequence[tuple[Analysed, str]]) -> list[str]:
-        return [str(result.outcome.value) for result in service.learn_many(batch)]
+    def learn(batch: Sequence[tuple[Analysed, str]]) -> Iterator[list[str]]:
+        return ([str(r.outcome.value) for r in done] for done in service.learn_many(batch))
 
     return time_learn(work.split.train, learn, prepare, service.learn_batch)
 

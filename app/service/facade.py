@@ -7,7 +7,7 @@ database transaction, opened and committed by the use case; adapters never see a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from app.domain.labels import LABELS
@@ -125,31 +125,35 @@ class SpamFilter:
 
     def learn_many(
         self, messages: Sequence[tuple[Analysed, str]], user: str | None = None
-    ) -> list[FeedbackResult]:
-        """Learn messages read by ``learn_analysis``, each with its label, in one
-        transaction, as ``learn`` one after another would: bulk learning (see
-        ``learn_batch``). It stops after a message that makes expiry due (``Upkeep.due``),
-        so it learns at least the first and usually all: their results, in order; the caller
-        gives the rest again. A label that names none refuses them all; on any error none of
-        them is learned. Observers get one event per message learned, or one error each."""
-        with self._watch.calls("learn", user, len(messages)) as watches:
-            for watch, (analysed, _label) in zip(watches, messages, strict=True):
-                watch.read(analysed)
-            labelled = [(analysed, feedback_label(label)) for analysed, label in messages]
-            results = self._trainer.learn_many(labelled, self.models(user))
-            for watch, result, (_, target) in zip(watches, results, labelled, strict=False):
-                watch.answer(result.outcome.value, label=target.value)
-            del watches[len(results) :]  # the rest were not learned: no event
-        return results
+    ) -> Iterator[list[FeedbackResult]]:
+        """Learn messages read by ``learn_analysis``, each with its label, as ``learn`` one
+        after another would, in as few transactions as expiry allows (``Trainer.learn_many``
+        ends one after a message that makes expiry due): bulk learning, ``learn_batch`` at a
+        time. Yields the results of each transaction, in order, once it has committed, so
+        that when one fails (none of its messages is learned) the caller knows what was. A
+        label that names none refuses the rest. Observers get one event per message learned,
+        or one error each for the messages of a transaction that failed."""
+        rest = list(messages)
+        while rest:
+            with self._watch.calls("learn", user, len(rest)) as watches:
+                for watch, (analysed, _label) in zip(watches, rest, strict=True):
+                    watch.read(analysed)
+                labelled = [(analysed, feedback_label(label)) for analysed, label in rest]
+                results = self._trainer.learn_many(labelled, self.models(user))
+                for watch, result, (_, target) in zip(watches, results, labelled, strict=False):
+                    watch.answer(result.outcome.value, label=target.value)
+                del watches[len(results) :]  # learned in a later transaction, or not at all
+            yield results
+            rest = rest[len(results) :]
 
     def learn_analysis(
-        self, raw: bytes, user: str | None = None, form: Form = "rfc822"
+        self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
     ) -> Analysed:
-        """``analyse`` for ``learn_many`` (with the digest an older version gave the same
-        bytes); a message that cannot be read is reported to the observers as a learn that
-        failed, as ``learn`` reports it."""
+        """A message for ``learn_many``, read as ``learn`` reads it (with the digest an older
+        version gave the same bytes; one already analysed is taken as it is). One that cannot
+        be read is reported to the observers as a learn that failed, as ``learn`` reports it."""
         with self._watch.failure("learn", user):
-            return self.analyse(raw, legacy=True, form=form)
+            return self._feedback_analysis(message, form)
 
     def forget(
         self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"

@@ -103,10 +103,10 @@ def test_learning_counts_outcomes_and_failures_over_the_whole_batch_time(
             raise InvalidMessage("not a message")
         return path.read_bytes()
 
-    def learn(batch: Sequence[tuple[Any, str]]) -> list[str]:
+    def learn(batch: Sequence[tuple[Any, str]]) -> list[list[str]]:
         clock.spend(0.001 * len(batch))
         batches.append(list(batch))
-        return ["learned" if label == "spam" else "skipped" for _, label in batch]
+        return [["learned" if label == "spam" else "skipped" for _, label in batch]]
 
     items = corpus[:5]
     batch = time_learn(items, learn, prepare, batch=2, clock=clock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -80,13 +80,8 @@ def in_batches(
 def learn_all(
     service: SpamFilter, batch: list[tuple[Analysed, str]], user: str | None = None
 ) -> list[str]:
-    """``learn_many`` until every message is learned (it may take only the first few)."""
-    outcomes: list[str] = []
-    while len(outcomes) < len(batch):
-        done = service.learn_many(batch[len(outcomes) :], user)
-        assert done, "learn_many learns at least the first message"
-        outcomes += [r.outcome.value for r in done]
-    return outcomes
+    """The outcomes of ``learn_many`` over every transaction it takes."""
+    return [r.outcome.value for done in service.learn_many(batch, user) for r in done]
 
 
 @pytest.mark.parametrize("mode", ["thick", "everything"])
@@ -149,10 +144,10 @@ def test_a_batch_ends_its_transaction_where_expiry_falls_due(
     calls: list[tuple[int, int]] = []
     learn_many = batched.learn_many
 
-    def counted(batch: list[tuple[Analysed, str]], user: str | None = None) -> list[Any]:
-        results = learn_many(batch, user)
-        calls.append((len(batch), len(results)))
-        return results
+    def counted(batch: list[tuple[Analysed, str]], user: str | None = None) -> Iterator[Any]:
+        for results in learn_many(batch, user):
+            calls.append((len(batch), len(results)))
+            yield results
 
     batched.learn_many = counted  # type: ignore[method-assign]
     assert in_batches(batched, messages, 1000) == expected
@@ -178,11 +173,11 @@ def test_observers_get_one_event_per_message_of_a_batch(settings: Settings) -> N
         analysed: list[tuple[Analysed, str]] = [
             (service.analyse(raw, legacy=True), label) for raw, label in messages
         ]
-        results = service.learn_many([*analysed, analysed[0]])
+        results = [r for done in service.learn_many([*analysed, analysed[0]]) for r in done]
         with pytest.raises(InvalidMessage):
             service.learn_analysis(b"\x00 not a message")
         with pytest.raises(InvalidLabel):
-            service.learn_many([(analysed[1][0], "junk"), (analysed[2][0], "ham")])
+            list(service.learn_many([(analysed[1][0], "junk"), (analysed[2][0], "ham")]))
     finally:
         service.close()
         engine.dispose()
@@ -203,12 +198,12 @@ def test_observers_get_one_event_per_message_of_a_batch(settings: Settings) -> N
 def test_a_label_that_names_none_refuses_the_whole_batch(service: SpamFilter) -> None:
     good = service.analyse(stream()[0][0], legacy=True)
     with pytest.raises(InvalidLabel):
-        service.learn_many([(good, "spam"), (good, "junk")])
+        list(service.learn_many([(good, "spam"), (good, "junk")]))
     assert service.stats().labels["spam"].messages == 0
 
 
 def test_an_empty_batch_does_nothing(service: SpamFilter) -> None:
-    assert service.learn_many([]) == []
+    assert list(service.learn_many([])) == []
 
 
 def test_a_users_batch_locks_the_users_model_first(
@@ -267,6 +262,6 @@ def test_a_batch_that_starts_with_a_relabel_still_judges_from_the_cache(
         return real(tx, scope, token_ids)
 
     monkeypatch.setattr(Transaction, "_read_counts", counting)
-    outcomes = [r.outcome.value for r in service.learn_many(batch)]
+    outcomes = learn_all(service, batch)
     assert outcomes[0] == "relabelled" and outcomes[1] in ("learned", "skipped")
     assert set(read) <= set(batch[0][0].bag())  # only what the relabel moved

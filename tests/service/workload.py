@@ -158,10 +158,9 @@ def run(service: SpamFilter, calls: Iterable[Call], batch: int = 1) -> Counter[s
     pending: list[tuple[Analysed, str]] = []
 
     def flush() -> None:
-        while pending:
-            done = service.learn_many(pending)
+        for done in service.learn_many(pending):
             outcomes.update(result.outcome.value for result in done)
-            del pending[: len(done)]
+        pending.clear()
 
     for call in calls:
         if call.label is None:
