@@ -198,13 +198,9 @@ class Transaction:
         return ModelTotals(labels, int(vocabulary))
 
     def lock_scope(self, scope: str) -> None:
-        """Lock the row of model ``scope`` (if it exists) until this transaction ends, without
-        changing it: writers of the model wait for this one, as they wait for a change
-        (``ScopeIds.changing``). Nothing on SQLite, whose writer holds the whole database."""
-        if self._conn.dialect.name == "postgresql":
-            rows = dialect.fetch(self._conn, _SCOPE_ID, [scope], lock=True)
-            if rows:
-                self._scopes.remember(scope, int(rows[0][0]))
+        """Lock model ``scope`` until this transaction ends, without changing it (see
+        ``ScopeIds.lock``)."""
+        self._scopes.lock(scope)
 
     def learned(self, scope: str, digest: str, *others: str) -> LearnedRecord | None:
         """The learned-message record of ``digest``, else of the first of ``others`` that
@@ -296,4 +292,3 @@ _LEARNED = (
     "SELECT digest, label, tokens, ham_bin FROM learned_message "
     "WHERE scope_id = ? AND digest IN ({marks})"
 )
-_SCOPE_ID = "SELECT id FROM model_scope WHERE name = ?"

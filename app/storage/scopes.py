@@ -41,8 +41,15 @@ class ScopeIds:
 
     def changed(self, name: str) -> bool:
         """Whether this transaction has changed the model ``name`` (bumped its generation)."""
-        scope_id = self._ids.get(name)
-        return scope_id is not None and scope_id in self._bumped
+        return self.bumped_to(name) is not None
+
+    def lock(self, name: str) -> None:
+        """Lock the row of scope ``name`` (if there is one) until the transaction ends,
+        without changing it: its writers wait for this transaction as for a change
+        (``changing``). On SQLite a plain read: a writer holds the whole database."""
+        rows = dialect.fetch(self._conn, "SELECT id FROM model_scope WHERE name = ?", [name], True)
+        if rows:
+            self._ids[name] = int(rows[0][0])
 
     def bumped_to(self, name: str) -> int | None:
         """The generation this transaction's change gave the model ``name`` (None when it
