@@ -41,20 +41,26 @@ def test_every_message_comes_back_read_as_here_and_in_order() -> None:
             assert analysed == here.analyse(messages[key], legacy=True)
 
 
-def test_the_messages_are_taken_only_a_window_ahead_of_the_caller() -> None:
-    taken = 0
+class Counted:
+    """``count`` messages as ``read_ahead``'s entries, and how many it has taken so far."""
 
-    def entries() -> Iterator[tuple[int, bytes | None]]:
-        nonlocal taken
-        for key, raw in enumerate(raws(400)):
-            taken += 1
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.taken = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes | None]]:
+        for key, raw in enumerate(raws(self.count)):
+            self.taken += 1
             yield key, raw
 
-    reading = ahead.read_ahead(settings(), entries(), processes=1)
+
+def test_the_messages_are_taken_only_a_window_ahead_of_the_caller() -> None:
+    entries = Counted(400)
+    reading = ahead.read_ahead(settings(), iter(entries), processes=1)
     next(reading)
-    assert taken <= ahead.CHUNK * ahead.WINDOW
+    assert entries.taken <= ahead.CHUNK * ahead.WINDOW
     assert sum(1 for _ in reading) == 399
-    assert taken == 400
+    assert entries.taken == 400
 
 
 def test_a_reading_process_that_dies_leaves_the_rest_to_the_caller() -> None:
@@ -72,20 +78,13 @@ def test_a_reading_process_that_dies_leaves_the_rest_to_the_caller() -> None:
 
 
 def test_after_a_reading_process_dies_the_rest_is_still_taken_one_at_a_time() -> None:
-    taken = 0
-
-    def entries() -> Iterator[tuple[int, bytes | None]]:
-        nonlocal taken
-        for key, raw in enumerate(raws(1_000)):
-            taken += 1
-            yield key, raw
-
-    reading = ahead.read_ahead(settings(), entries(), processes=1)
+    entries = Counted(1_000)
+    reading = ahead.read_ahead(settings(), iter(entries), processes=1)
     next(reading)
     for child in multiprocessing.active_children():
         os.kill(child.pid or 0, signal.SIGKILL)
     while next(reading)[1] is not None:
         pass
-    assert taken <= 2 * ahead.CHUNK * ahead.WINDOW  # not the whole folder at once
+    assert entries.taken <= 2 * ahead.CHUNK * ahead.WINDOW  # not the whole folder at once
     list(reading)
-    assert taken == 1_000
+    assert entries.taken == 1_000
