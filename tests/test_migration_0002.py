@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
 from app.settings import Settings
-from app.storage.codec import encode_bag
+from app.storage.codec import encode_wide
 from app.storage.engine import make_engine
 from app.storage.migrate import downgrade, upgrade
 from app.storage.store import Store, TokenStats
@@ -179,7 +179,7 @@ def write_0001(engine: sa.Engine, state: Learned) -> None:
                     "digest": digest,
                     "label": label,
                     "token_count": len(bag),
-                    "tokens": encode_bag(bag),
+                    "tokens": encode_wide(bag),
                     "learned_at": CREATED + timedelta(minutes=k),
                 }
                 for k, ((s, digest), (label, bag)) in enumerate(sorted(state.bags.items()))

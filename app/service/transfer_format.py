@@ -22,7 +22,8 @@ field names the record::
 - ``learned``: ``DIGEST`` is the message's lowercase hex SHA-256; ``LEARNED_AT`` is UTC, as
   ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
   token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
-  order, then their n little-endian signed 32-bit (positive) counts (``app.storage.codec``).
+  order, then their n little-endian signed 32-bit (positive) counts (the wide layout of
+  ``app.storage.codec``, whatever layout the database stores).
   A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
   message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
 - ``hamscore``: how many ham messages the model scored in bin ``BIN`` (0 .. 81, half-nat
@@ -59,7 +60,7 @@ from app.domain.cutoff import BINS
 from app.domain.labels import LABELS
 from app.domain.users import USER_MARK, InvalidUserName, normalise_user
 from app.errors import InvalidDataFile
-from app.storage.codec import decode_bag
+from app.storage.codec import decode_bag, decode_wide, encode_bag, encode_wide
 
 MAGIC = "spamfilter-export"
 VERSION = 2
@@ -107,7 +108,8 @@ class Token:
 
 @dataclass(frozen=True, slots=True)
 class Learned:
-    """A ``learned`` record; ``bag`` is the encoded bag (``app.storage.codec``)."""
+    """A ``learned`` record; ``bag`` is the bag as the database stores it
+    (``app.storage.codec.encode_bag``; the file holds it in the wide layout)."""
 
     digest: str
     label: str
@@ -198,7 +200,8 @@ class Writer:
         """One learned-message record."""
         self.counts.learned += 1
         when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
-        bag = base64.b64encode(record.bag).decode("ascii")
+        # The file keeps one layout whatever the database stored (see app.storage.codec).
+        bag = base64.b64encode(encode_wide(decode_bag(record.bag))).decode("ascii")
         ham_bin = _NO_BIN if record.ham_bin is None else str(record.ham_bin)
         self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\t{ham_bin}\n")
 
@@ -374,7 +377,7 @@ class _Reader:
         try:
             learned_at = datetime.strptime(when, _TIME_FORMAT).replace(tzinfo=UTC)
             blob = base64.b64decode(bag, validate=True)
-            ids = list(decode_bag(blob).items())
+            ids = list(decode_wide(blob).items())
         except (ValueError, binascii.Error) as error:
             raise _bad(number, f"unreadable learned record: {error}") from None
         # decode_bag makes a dict, which drops a repeated id: the blob (stored as it is) held
@@ -386,7 +389,7 @@ class _Reader:
         ):
             raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
         self.counts.learned += 1
-        return Learned(digest, label, learned_at, blob, len(ids), ham_bin)
+        return Learned(digest, label, learned_at, encode_bag(dict(ids)), len(ids), ham_bin)
 
     def _label(self, number: int, value: str) -> str:
         if value not in LABELS:

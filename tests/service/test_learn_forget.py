@@ -9,8 +9,9 @@ import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
 from app.settings import Settings
+from app.storage.codec import decode_bag, encode_wide
 from app.storage.engine import make_engine
-from app.storage.tables import token_count
+from app.storage.tables import learned_message, token_count
 from tests.builders import ham_message, make_message, spam_message
 from tests.storage.snapshot import as_dicts, assert_consistent, snapshot
 
@@ -212,3 +213,49 @@ def test_forget_never_drives_a_count_below_zero(service: SpamFilter, database_ur
     for row in as_dicts(snap, "token_count"):
         assert (row["spam_occurrences"], row["spam_messages"]) == (0, 0), row
     assert service.stats().labels["spam"].messages == 0
+
+
+def _stored_bags(database_url: str) -> list[tuple[int, bytes]]:
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(learned_message.c.token_count, learned_message.c.tokens))
+            return [(count, bytes(blob)) for count, blob in rows]
+    finally:
+        engine.dispose()
+
+
+def test_records_are_stored_narrow_and_wide_ones_are_still_forgotten_exactly(
+    service: SpamFilter, database_url: str
+) -> None:
+    """A learned message's bag is stored with one-byte counts (``codec.encode_bag``); a
+    record stored before, in the wide layout, still relabels and forgets to the count."""
+    learn_all(service, corpus(seed=4, size=10))
+    before = snapshot(database_url)
+    extra = corpus(seed=5, size=30, first_serial=2000)
+    assert set(learn_all(service, extra)) == {Outcome.LEARNED}
+    stored = _stored_bags(database_url)
+    assert stored and all(len(blob) == 9 * n + 1 and blob[-1] == 1 for n, blob in stored)
+
+    learned = snapshot(database_url)
+    engine = make_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            for digest, blob in conn.execute(
+                sa.select(learned_message.c.digest, learned_message.c.tokens)
+            ).all():
+                conn.execute(
+                    sa.update(learned_message)
+                    .where(learned_message.c.digest == digest)
+                    .values(tokens=encode_wide(decode_bag(bytes(blob))))
+                )
+    finally:
+        engine.dispose()
+    assert all(len(blob) == 12 * n for n, blob in _stored_bags(database_url))
+    assert snapshot(database_url) == learned  # the same bags, in the other layout
+
+    for raw, label in extra[:10]:
+        assert service.learn(raw, other(label)).outcome == Outcome.RELABELLED
+    assert_consistent(database_url)
+    assert {service.forget(raw).outcome for raw, _ in extra} == {Outcome.FORGOTTEN}
+    assert snapshot(database_url) == before

@@ -28,7 +28,7 @@ from app.service.transfer_format import (
     read_records,
 )
 from app.settings import Settings
-from app.storage.codec import encode_bag
+from app.storage.codec import encode_bag, encode_wide
 from app.storage.migrate import head_revision
 from app.storage.store import Store
 from tests.builders import ham_message
@@ -83,7 +83,7 @@ def _replace(text: str, number: int, line: str | None) -> str:
     return "".join(lines)
 
 
-BAD_BAG = base64.b64encode(encode_bag({3: 0})).decode()
+BAD_BAG = base64.b64encode(encode_wide({3: 0})).decode()
 LATER = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t"  # line 7, without its bag
 NO_BIN = "\t-"  # a learned record's last field: no ham score
 
@@ -170,8 +170,31 @@ def test_ham_scores_and_a_learned_messages_bin_read_back() -> None:
     ]
 
 
+def test_the_file_holds_bags_in_the_wide_layout_whatever_was_stored() -> None:
+    """A record stored narrow (the database's layout now) or wide (records stored before)
+    is written alike, in the file's one layout; read back, it comes in the stored layout."""
+    bag = {5: 1, 7: 300, -(2**63): 2}
+
+    def line(stored: bytes) -> str:
+        out = io.StringIO()
+        Writer(out).learned(Learned(DIGEST_A, "ham", WHEN, stored, 3))
+        return out.getvalue()
+
+    assert encode_bag(bag) != encode_wide(bag)
+    assert line(encode_bag(bag)) == line(encode_wide(bag))
+    assert f"\t{base64.b64encode(encode_wide(bag)).decode()}\t" in line(encode_bag(bag))
+    text = _replace(sample(), 7, line(encode_bag(bag)).rstrip("\n"))
+    assert read(text)[4] == Learned(DIGEST_A, "ham", WHEN, encode_bag(bag), 3)
+
+
+def test_a_bag_in_the_stored_layout_is_refused_in_a_file() -> None:
+    narrow = base64.b64encode(encode_bag({5: 1})).decode()
+    with pytest.raises(InvalidDataFile, match=r"line 7: .*multiple of 12"):
+        read(_replace(sample(), 7, f"{LATER}{narrow}{NO_BIN}"))
+
+
 def test_a_version_1_file_is_read_without_ham_scores() -> None:
-    bag = base64.b64encode(encode_bag({5: 1})).decode()
+    bag = base64.b64encode(encode_wide({5: 1})).decode()
     text = (
         "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\ntotal\tham\t1\t1\t1\n"
         f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}\nend\t1\t1\t0\t1\n"
