@@ -11,6 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from app.errors import ConfigurationError
 from app.storage.engine import make_engine
 from app.storage.migrate import alembic_config, downgrade, head_revision, upgrade
 from app.storage.store import Store
@@ -151,3 +152,15 @@ def test_downgrade_to_base_drops_every_table_with_its_rows(engine: sa.Engine) ->
             ).scalar()
             == 0
         )
+
+
+def test_a_database_migrated_by_a_newer_release_is_refused_by_name(engine: sa.Engine) -> None:
+    """A revision this release does not know (a newer release migrated the database) is a
+    ConfigurationError naming it, not Alembic's traceback; the database is left as it is."""
+    upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = '9999'"))
+    with pytest.raises(ConfigurationError, match="schema revision 9999, which this release"):
+        upgrade(engine)
+    assert Store(engine).schema_revision() == "9999"
+    assert not Store(engine).is_migrated()

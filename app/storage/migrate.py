@@ -7,10 +7,12 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from app.errors import ConfigurationError
 from app.storage.failures import translate
 
 # The project root: migrations/ and alembic.ini sit beside the app package.
@@ -27,8 +29,18 @@ def alembic_config(engine: Engine | None = None) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database up to ``revision``; StorageUnavailable when it cannot be reached."""
+    """Migrate the database up to ``revision``; StorageUnavailable when it cannot be reached,
+    ConfigurationError when a newer release has migrated it past what this one knows."""
     try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+        if current is not None and current not in _revisions():
+            raise ConfigurationError(
+                f"the database is at schema revision {current}, which this release of "
+                f"spamfilter does not know (its newest is {head_revision()}): a newer release "
+                "migrated it. Run that release, or downgrade the database with it first "
+                "(README, Upgrading and going back)"
+            )
         command.upgrade(alembic_config(engine), revision)
     except DBAPIError as error:
         raise translate(error) from error
@@ -47,3 +59,10 @@ def head_revision() -> str:
     if head is None:  # pragma: no cover - the project always ships a revision
         raise RuntimeError("no migration revisions found")
     return head
+
+
+@functools.cache
+def _revisions() -> frozenset[str]:
+    """Every revision the migrations folder defines."""
+    scripts = ScriptDirectory.from_config(alembic_config())
+    return frozenset(script.revision for script in scripts.walk_revisions())
