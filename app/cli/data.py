@@ -8,8 +8,13 @@ problem (the group maps the service's errors), and leave the database unchanged.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -33,6 +38,31 @@ class _Counted:
     def write(self, text: str) -> int:
         self._bar.advance(text.count("\n"))
         return self._out.write(text)
+
+
+@contextmanager
+def _written(output: str) -> Iterator[IO[str]]:
+    """Standard output for ``-``; else a new file beside ``output`` that replaces it only
+    once the export is complete, and is removed when the export fails, so a failed export
+    never leaves a partial file where the last good one was. (click's atomic files replace
+    the target even when the block raised.) An existing file's permissions are kept; a new
+    file is readable by its owner only, as a model's counts need not be shared."""
+    if output == "-":
+        with click.open_file(output, "w", encoding="utf-8") as stdout:
+            yield stdout
+        return
+    target = Path(output)
+    descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            yield out
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(name, stat.S_IMODE(target.stat().st_mode))
+        os.replace(name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+        raise
 
 
 def _read(stream: IO[str], bar: Bar) -> Iterator[str]:
@@ -67,7 +97,7 @@ def export_command(
     started = time.perf_counter()
     show = wanted(quiet, stdout_busy=output == "-")
     with (
-        click.open_file(output, "w", encoding="utf-8", atomic=output != "-") as out,
+        _written(output) as out,
         progress_bar(None, "export", show, unit="rows") as bar,
     ):
         counts = service.export(_Counted(out, bar), user=user, site_only=site_only)

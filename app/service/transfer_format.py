@@ -59,7 +59,7 @@ from typing import Protocol
 from app.domain.cutoff import BINS
 from app.domain.labels import LABELS
 from app.domain.users import USER_MARK, InvalidUserName, normalise_user
-from app.errors import InvalidDataFile
+from app.errors import InvalidDataFile, TransferRefused
 from app.storage.codec import decode_bag, decode_wide, encode_bag, encode_wide
 
 MAGIC = "spamfilter-export"
@@ -201,7 +201,14 @@ class Writer:
         self.counts.learned += 1
         when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
         # The file keeps one layout whatever the database stored (see app.storage.codec).
-        bag = base64.b64encode(encode_wide(decode_bag(record.bag))).decode("ascii")
+        try:
+            wide = encode_wide(decode_bag(record.bag))
+        except ValueError as error:
+            raise TransferRefused(
+                f"the learned-message record {record.digest} holds a damaged token bag "
+                f"({error}); no import could read it, so the export stops here"
+            ) from None
+        bag = base64.b64encode(wide).decode("ascii")
         ham_bin = _NO_BIN if record.ham_bin is None else str(record.ham_bin)
         self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\t{ham_bin}\n")
 
@@ -380,8 +387,8 @@ class _Reader:
             ids = list(decode_wide(blob).items())
         except (ValueError, binascii.Error) as error:
             raise _bad(number, f"unreadable learned record: {error}") from None
-        # decode_bag makes a dict, which drops a repeated id: the blob (stored as it is) held
-        # ascending unique ids only if none was dropped and the ones left are ascending.
+        # decode_wide makes a dict, which drops a repeated id: the file's bag held ascending
+        # unique ids only if none was dropped and the ones left are ascending.
         if (
             len(ids) != len(blob) // 12
             or any(n <= 0 for _, n in ids)

@@ -130,3 +130,36 @@ def test_import_refuses_a_count_too_large_for_the_file_or_for_a_merge(
     assert result.exit_code == 1
     assert "transfer_refused: merging model 'site' would make a count larger" in result.stderr
     assert stats() == before
+
+
+def test_a_failed_export_leaves_the_last_good_file_and_names_the_damaged_record(
+    run_sqlite: Run, sqlite_database: str, tmp_path: Path
+) -> None:
+    """An export that stops (here at a learned-message record whose bag is damaged) exits 1
+    naming the record, and leaves the file it would have replaced as it was, with no
+    temporary file beside it; a good export then replaces it and keeps its permissions."""
+    _learn(run_sqlite, tmp_path)
+    target = tmp_path / "nightly" / "model.tsv"
+    target.parent.mkdir()
+    assert run_sqlite("export", "-o", str(target)).exit_code == 0
+    good = target.read_bytes()
+    target.chmod(0o640)
+
+    with sqlite3.connect(sqlite_database.removeprefix("sqlite:///")) as conn:
+        (digest,) = conn.execute("SELECT digest FROM learned_message ORDER BY digest").fetchone()
+        conn.execute(
+            "UPDATE learned_message SET tokens = x'0102030405' WHERE digest = ?", (digest,)
+        )
+    result = run_sqlite("export", "-o", str(target))
+    assert result.exit_code == 1
+    assert f"transfer_refused: the learned-message record {digest} holds a damaged" in (
+        result.stderr
+    )
+    assert target.read_bytes() == good
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model.tsv"]
+
+    with sqlite3.connect(sqlite_database.removeprefix("sqlite:///")) as conn:
+        conn.execute("DELETE FROM learned_message WHERE digest = ?", (digest,))
+    assert run_sqlite("export", "-o", str(target)).exit_code == 0
+    assert target.read_bytes() != good
+    assert target.stat().st_mode & 0o777 == 0o640
