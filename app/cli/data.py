@@ -52,13 +52,23 @@ def _written(output: str) -> Iterator[IO[str]]:
             yield stdout
         return
     target = Path(output)
-    descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    if target.is_dir():
+        raise click.FileError(output, hint="it is a directory")
+    try:
+        descriptor, name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise click.FileError(output, hint=error.strerror or str(error)) from None
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             yield out
         with contextlib.suppress(FileNotFoundError):
             os.chmod(name, stat.S_IMODE(target.stat().st_mode))
-        os.replace(name, target)
+        try:
+            os.replace(name, target)
+        except OSError as error:
+            raise click.FileError(output, hint=error.strerror or str(error)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)

@@ -163,3 +163,14 @@ def test_a_failed_export_leaves_the_last_good_file_and_names_the_damaged_record(
     assert run_sqlite("export", "-o", str(target)).exit_code == 0
     assert target.read_bytes() != good
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_an_export_to_a_path_it_cannot_write_names_the_path(
+    run_sqlite: Run, tmp_path: Path
+) -> None:
+    _learn(run_sqlite, tmp_path)
+    for target, why in ((tmp_path / "missing" / "x.tsv", "No such file"), (tmp_path, "directory")):
+        result = run_sqlite("export", "-o", str(target))
+        assert result.exit_code == 1
+        assert f"Could not open file '{target}'" in result.stderr and why in result.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
