@@ -8,18 +8,14 @@ problem (the group maps the service's errors), and leave the database unchanged.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
 import click
 
+from app.cli.atomic import written
 from app.cli.context import CliState, build, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
 from app.service.transfer import ImportMode
@@ -38,41 +34,6 @@ class _Counted:
     def write(self, text: str) -> int:
         self._bar.advance(text.count("\n"))
         return self._out.write(text)
-
-
-@contextmanager
-def _written(output: str) -> Iterator[IO[str]]:
-    """Standard output for ``-``; else a new file beside ``output`` that replaces it only
-    once the export is complete, and is removed when the export fails, so a failed export
-    never leaves a partial file where the last good one was. (click's atomic files replace
-    the target even when the block raised.) An existing file's permissions are kept; a new
-    file is readable by its owner only, as a model's counts need not be shared."""
-    if output == "-":
-        with click.open_file(output, "w", encoding="utf-8") as stdout:
-            yield stdout
-        return
-    target = Path(output)
-    if target.is_dir():
-        raise click.FileError(output, hint="it is a directory")
-    try:
-        descriptor, name = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-        )
-    except OSError as error:
-        raise click.FileError(output, hint=error.strerror or str(error)) from None
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            yield out
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(name, stat.S_IMODE(target.stat().st_mode))
-        try:
-            os.replace(name, target)
-        except OSError as error:
-            raise click.FileError(output, hint=error.strerror or str(error)) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-        raise
 
 
 def _read(stream: IO[str], bar: Bar) -> Iterator[str]:
@@ -107,7 +68,7 @@ def export_command(
     started = time.perf_counter()
     show = wanted(quiet, stdout_busy=output == "-")
     with (
-        _written(output) as out,
+        written(output) as out,
         progress_bar(None, "export", show, unit="rows") as bar,
     ):
         counts = service.export(_Counted(out, bar), user=user, site_only=site_only)
