@@ -3,6 +3,7 @@ code older than it reads every record, and stepping up again leaves them as they
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
@@ -58,3 +59,31 @@ def test_downgrade_widens_every_narrow_bag_and_upgrade_keeps_them(
     assert {service.forget(raw).outcome for raw, _ in messages} == {Outcome.FORGOTTEN}
     snap = assert_consistent(database_url)
     assert snap["token_count"] == snap["learned_message"] == []
+
+
+def test_a_damaged_bag_stops_the_downgrade_naming_its_record(
+    service: SpamFilter, database_url: str
+) -> None:
+    """A bag in neither layout stops the downgrade with its digest, and nothing changes:
+    the database stays at 0005 with every bag as it was."""
+    for n in range(6):
+        service.learn(make_message(f"note {n}", f"words of note number {n} " * (1 + n)), "ham")
+    engine = make_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            digests = sorted(conn.execute(sa.select(learned_message.c.digest)).scalars())
+            conn.execute(
+                sa.update(learned_message)
+                .where(learned_message.c.digest == digests[3])
+                .values(tokens=b"\x01\x02\x03\x04\x05")
+            )
+        before = stored(database_url)
+        with pytest.raises(ValueError, match=f"learned message {digests[3]}: its token bag"):
+            downgrade(engine, "0004")
+        assert stored(database_url) == before
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == (
+                "0005"
+            )
+    finally:
+        engine.dispose()

@@ -59,15 +59,21 @@ def downgrade() -> None:
                 conn.execute(
                     sa.update(table)
                     .where(table.c.scope_id == scope_id, table.c.digest == digest)
-                    .values(tokens=_widened(blob))
+                    .values(tokens=_widened(blob, digest))
                 )
         after = (rows[-1][0], rows[-1][1])
 
 
-def _widened(blob: bytes) -> bytes:
-    """A narrow bag in the wide layout: the same ids, then the counts as int32."""
+def _widened(blob: bytes, digest: str) -> bytes:
+    """A narrow bag in the wide layout: the same ids, then the counts as int32. A bag that is
+    neither layout stops the downgrade (which then changes nothing), naming its record."""
     width = blob[-1]
-    n = (len(blob) - 1) // (8 + width)
+    n, rest = divmod(len(blob) - 1, 8 + width) if width in _NARROW else (0, 1)
+    if rest:
+        raise ValueError(
+            f"learned message {digest}: its token bag ({len(blob)} bytes) is damaged; "
+            "delete that record (the counts it added stay), then downgrade again"
+        )
     counts = array(_NARROW[width], blob[8 * n : -1])
     if sys.byteorder == "big":  # pragma: no cover - every supported platform is little-endian
         counts.byteswap()
