@@ -15,7 +15,7 @@ from app.errors import ConfigurationError
 from app.storage.engine import make_engine
 from app.storage.migrate import alembic_config, downgrade, head_revision, upgrade
 from app.storage.store import Store
-from app.storage.tables import metadata
+from app.storage.tables import SCHEMA_REVISION, metadata
 
 VERSION_TABLE = "alembic_version"
 
@@ -164,3 +164,15 @@ def test_a_database_migrated_by_a_newer_release_is_refused_by_name(engine: sa.En
         upgrade(engine)
     assert Store(engine).schema_revision() == "9999"
     assert not Store(engine).is_migrated()
+
+
+def test_the_schema_revision_constant_is_alembics_head_and_revisions_sort_in_order(
+    engine: sa.Engine,
+) -> None:
+    """``tables.SCHEMA_REVISION`` is what a process that never migrates compares the
+    database's revision with (by string order, so every revision is four digits, in order)."""
+    revisions = revisions_oldest_first(engine)
+    assert SCHEMA_REVISION == head_revision() == revisions[-1]
+    assert revisions == [f"{n:04d}" for n in range(1, len(revisions) + 1)]
+    upgrade(engine)
+    Store(engine).refuse_newer_schema()  # at the head: nothing to refuse

@@ -74,6 +74,11 @@ class SpamFilter:
         its file is the one in use and writable."""
         return self.readiness() is None
 
+    def refuse_newer_schema(self) -> None:
+        """ConfigurationError when a newer release has migrated the database (for entry
+        points that never migrate it; see ``Store.refuse_newer_schema``)."""
+        self._store.refuse_newer_schema()
+
     def readiness(self) -> str | None:
         """None when ready (see ``is_ready``), else why not, in one line safe to show."""
         return self._store.readiness()

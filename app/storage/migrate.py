@@ -12,8 +12,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.errors import ConfigurationError
 from app.storage.failures import translate
+from app.storage.store import newer_schema
 
 # The project root: migrations/ and alembic.ini sit beside the app package.
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +35,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         with engine.connect() as conn:
             current = MigrationContext.configure(conn).get_current_revision()
         if current is not None and current not in _revisions():
-            raise ConfigurationError(
-                f"the database is at schema revision {current}, which this release of "
-                f"spamfilter does not know (its newest is {head_revision()}): a newer release "
-                "migrated it. Run that release, or downgrade the database with it first "
-                "(README, Upgrading and going back)"
-            )
+            raise newer_schema(current)
         command.upgrade(alembic_config(engine), revision)
     except DBAPIError as error:
         raise translate(error) from error

@@ -15,12 +15,13 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.errors import StorageUnavailable
+from app.errors import ConfigurationError, StorageUnavailable
 from app.storage.count_cache import CountCache
 from app.storage.failures import is_file_fault, translate
 from app.storage.repository import LabelStats, LearnedRecord, ModelTotals, Transaction
 from app.storage.rows import TokenStats
 from app.storage.sqlite_file import database_file
+from app.storage.tables import SCHEMA_REVISION
 
 __all__ = [
     "NOT_MIGRATED",
@@ -102,6 +103,15 @@ class Store:
         """The Alembic revision the database is at (None when never migrated)."""
         with self.transaction(write=False) as tx:
             return tx.schema_revision()
+
+    def refuse_newer_schema(self) -> None:
+        """ConfigurationError when a newer release has migrated the database past the schema
+        this code knows (``SCHEMA_REVISION``): it may store what this code would misread. For
+        processes that never migrate; one query, no Alembic. Revisions are numbered
+        ``0001``, ``0002``, ... so the later one sorts last."""
+        revision = self.schema_revision()
+        if revision is not None and revision > SCHEMA_REVISION:
+            raise newer_schema(revision)
 
     def is_migrated(self) -> bool:
         """True when the database is at the newest revision the code ships."""
@@ -194,6 +204,16 @@ class Store:
                 raise StorageUnavailable(
                     "the database file was replaced or deleted during this write; retry"
                 )
+
+
+def newer_schema(revision: str) -> ConfigurationError:
+    """The error for a database a newer release has migrated to ``revision``."""
+    return ConfigurationError(
+        f"the database is at schema revision {revision}, which this release of spamfilter "
+        f"does not know (its newest is {SCHEMA_REVISION}): a newer release migrated it. Run "
+        "that release, or downgrade the database with it first (README, Upgrading and going "
+        "back)"
+    )
 
 
 def _head_revision() -> str:

@@ -115,6 +115,7 @@ def direct_classifier(
         chosen = settings or load_settings(config, os.environ if environ is None else environ)
         service = build_service(chosen, migrate=False, adapter="pipe")
         try:
+            service.refuse_newer_schema()
             return service_classifier(service, user)(raw)
         except StorageUnavailable as error:
             raise StorageUnavailable(f"{error} ({_NEVER_MIGRATES})") from error

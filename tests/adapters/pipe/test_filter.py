@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from app.adapters.pipe.filter import direct_classifier, filter_message, service_classifier
 from app.adapters.pipe.main import run
@@ -15,6 +16,8 @@ from app.adapters.pipe.report import ExitCode, FilterReport
 from app.errors import StorageUnavailable
 from app.service import SpamFilter
 from app.settings import Settings
+from app.storage.engine import make_engine
+from app.storage.tables import SCHEMA_REVISION
 from tests.adapters.pipe.roundtrip import check_round_trip
 from tests.builders import ham_message, make_message, spam_message
 from tests.environment import drop_settings
@@ -187,6 +190,27 @@ def test_the_filter_never_migrates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with sqlite3.connect(database) as conn:
         tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     assert tables == []
+
+
+@pytest.mark.usefixtures("environment")
+def test_a_database_a_newer_release_migrated_passes_the_message_through(
+    trained: SpamFilter, settings: Settings
+) -> None:
+    """The filter never migrates, but it does not judge with a schema newer than it knows
+    (a newer release may store what it would misread): exit 3, the message unjudged."""
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+        raw = spam_message(random.Random(5), 8002)
+        code, out, err = _run(raw)
+        assert (code, out) == (3, raw)
+        assert "configuration_error" in err and "schema revision 9999" in err
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{SCHEMA_REVISION}'"))
+        assert _run(raw)[0] == 0
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.usefixtures("environment")
