@@ -128,10 +128,14 @@ class Upkeep:
         day = today()
         with self._lock:
             return any(
-                _over_cap(limits, vocabulary)
-                or (limits.max_age_days > 0 and self._aged.get(scope) != day)
+                _over_cap(limits, vocabulary) or self._aging_due(limits, scope, day)
                 for scope, vocabulary in grown.items()
             )
+
+    def _aging_due(self, limits: ExpiryLimits, scope: str, day: int) -> bool:
+        """Whether ``scope`` is to be expired by age (an age is set and this process has not
+        aged it on ``day``); the caller holds the lock."""
+        return limits.max_age_days > 0 and self._aged.get(scope) != day
 
     def _expire_grown(self, grown: Mapping[str, int]) -> None:
         limits = self.limits()
@@ -139,7 +143,7 @@ class Upkeep:
         for scope, vocabulary in grown.items():
             over = _over_cap(limits, vocabulary)
             with self._lock:
-                aging = limits.max_age_days > 0 and self._aged.get(scope) != day
+                aging = self._aging_due(limits, scope, day)
                 if aging:
                     self._aged[scope] = day
             if over or aging:
