@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.storage.failures import translate
-from app.storage.store import newer_schema
+from app.storage.store import refuse_newer
 
 # The project root: migrations/ and alembic.ini sit beside the app package.
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +34,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     try:
         with engine.connect() as conn:
             current = MigrationContext.configure(conn).get_current_revision()
-        if current is not None and current not in _revisions():
-            raise newer_schema(current)
+        refuse_newer(current)
         command.upgrade(alembic_config(engine), revision)
     except DBAPIError as error:
         raise translate(error) from error
@@ -54,10 +53,3 @@ def head_revision() -> str:
     if head is None:  # pragma: no cover - the project always ships a revision
         raise RuntimeError("no migration revisions found")
     return head
-
-
-@functools.cache
-def _revisions() -> frozenset[str]:
-    """Every revision the migrations folder defines."""
-    scripts = ScriptDirectory.from_config(alembic_config())
-    return frozenset(script.revision for script in scripts.walk_revisions())

@@ -109,13 +109,11 @@ class Store:
         this code knows (``SCHEMA_REVISION``): it may store what this code would misread. For
         processes that never migrate; one query, no Alembic. Revisions are numbered
         ``0001``, ``0002``, ... so the later one sorts last."""
-        revision = self.schema_revision()
-        if revision is not None and revision > SCHEMA_REVISION:
-            raise newer_schema(revision)
+        refuse_newer(self.schema_revision())
 
     def is_migrated(self) -> bool:
         """True when the database is at the newest revision the code ships."""
-        return self.schema_revision() == _head_revision()
+        return self.schema_revision() == SCHEMA_REVISION
 
     def readiness(self) -> str | None:
         """None when the database answers, is at the newest revision and (SQLite) its file is
@@ -206,19 +204,14 @@ class Store:
                 )
 
 
-def newer_schema(revision: str) -> ConfigurationError:
-    """The error for a database a newer release has migrated to ``revision``."""
-    return ConfigurationError(
+def refuse_newer(revision: str | None) -> None:
+    """ConfigurationError when ``revision`` (a database's; None: never migrated) is past
+    ``SCHEMA_REVISION``: a newer release migrated the database."""
+    if revision is None or revision <= SCHEMA_REVISION:
+        return
+    raise ConfigurationError(
         f"the database is at schema revision {revision}, which this release of spamfilter "
         f"does not know (its newest is {SCHEMA_REVISION}): a newer release migrated it. Run "
         "that release, or downgrade the database with it first (README, Upgrading and going "
         "back)"
     )
-
-
-def _head_revision() -> str:
-    # Alembic is imported here, not at the top: it costs ~0.14 s, and the pipe filter,
-    # which builds a service per message, never needs it.
-    from app.storage.migrate import head_revision
-
-    return head_revision()

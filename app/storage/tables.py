@@ -49,9 +49,9 @@ NAMING = {
 
 metadata = MetaData(naming_convention=NAMING)
 
-# The newest revision of migrations/versions: the schema these tables describe. A process
-# that never migrates (the pipe filter) compares the database's revision with it without
-# importing Alembic; tests/test_migrations.py holds it to Alembic's head.
+# The newest revision of migrations/versions: the schema these tables describe. Readiness
+# and the processes that never migrate (the pipe filter) compare the database's revision
+# with it without importing Alembic; tests/test_migrations.py holds it to Alembic's head.
 SCHEMA_REVISION = "0005"
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
