@@ -215,22 +215,31 @@ def test_the_database_going_down_stops_the_run_at_once(
     assert _learned(stats) == {"ham": 0, "spam": 2}
 
 
+def batch_folder(folder: Path) -> Path:
+    """Three good ham messages with one whose subject says poison second in file order
+    (``1a-poison.eml``): one batch, for a patched ``learn_many`` to fail on."""
+    folder.mkdir()
+    for number, raw in enumerate(messages("ham", 3)):
+        (folder / f"{number}-good.eml").write_bytes(raw)
+    (folder / "1a-poison.eml").write_bytes(plain("poison pill", "deep"))
+    return folder
+
+
+def holds_poison(batch: Batch) -> bool:
+    return any("poison" in (analysed.subject or "") for analysed, _ in batch)
+
+
 def test_a_batch_that_fails_is_learned_one_at_a_time_so_only_the_culprit_fails(
     run: Run, stats: Stats, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A message that makes learning itself raise (not its reading) fails alone: the batch
     it was in is rolled back and its messages learned again one by one."""
-    folder = tmp_path / "batch"
-    folder.mkdir()
-    good = messages("ham", 3)
-    for number, raw in enumerate(good):
-        (folder / f"{number}-good.eml").write_bytes(raw)
-    (folder / "1a-poison.eml").write_bytes(plain("poison pill", "deep"))
+    folder = batch_folder(tmp_path / "batch")
     calls: list[int] = []
 
     def poisoned_batch(batch: Batch, user: str | None, learn_many: LearnMany) -> Any:
         calls.append(len(batch))
-        if any("poison" in (analysed.subject or "") for analysed, _ in batch):
+        if holds_poison(batch):
             raise RuntimeError("a bug met in the batch")  # as its rolled-back transaction
         return learn_many(batch, user)
 
@@ -325,16 +334,12 @@ def test_what_a_batch_learned_before_it_failed_is_counted_once(
     """learn_many may commit the first messages of a batch in a transaction of their own
     (expiry fell due); those are counted, and when the next transaction fails only what was
     not yet learned is tried one at a time."""
-    folder = tmp_path / "partly"
-    folder.mkdir()
-    for number, raw in enumerate(messages("ham", 3)):
-        (folder / f"{number}-good.eml").write_bytes(raw)
-    (folder / "1a-poison.eml").write_bytes(plain("poison pill", "deep"))
+    folder = batch_folder(tmp_path / "partly")
     calls: list[int] = []
 
     def first_only(batch: Batch, user: str | None, learn_many: LearnMany) -> Any:
         calls.append(len(batch))
-        if any("poison" in (analysed.subject or "") for analysed, _ in batch):
+        if holds_poison(batch):
             if len(calls) > 1:
                 raise RuntimeError("a bug met in the batch")
             return partly(batch, user, learn_many)
