@@ -63,6 +63,7 @@ class _Options:
     seeds: list[int] | None
     jobs: int
     limit: int | None
+    skip: int
     order: str
     as_json: bool
     out: Path | None
@@ -99,6 +100,14 @@ class _Options:
     help="With --seeds: run this many seeds at a time, each in a process of its own.",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N of the order.")
+@click.option(
+    "--skip",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Online: learn the first N messages as usual, but judge only the messages after "
+    "them (learn a month, judge the next).",
+)
 @click.option("--order", type=click.Choice(ORDERS), default="auto", show_default=True)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON (what --out writes)."
@@ -174,6 +183,12 @@ def _check_combination(ctx: click.Context, opts: _Options) -> None:
         return
     if opts.corpus is None:
         raise fail("--corpus is required (or --compare A.json B.json)", EXIT_USAGE)
+    if opts.skip and opts.protocol != "online":
+        raise fail("--skip goes with --protocol online", EXIT_USAGE)
+    if opts.skip and opts.limit is not None and opts.skip >= opts.limit:
+        raise fail(
+            f"--skip {opts.skip} leaves nothing of --limit {opts.limit} to judge", EXIT_USAGE
+        )
     if given & {"resamples", "bootstrap_seed"}:
         raise fail("--bootstrap and --bootstrap-seed go with --compare", EXIT_USAGE)
     if opts.seeds is None and "jobs" in given:
@@ -181,7 +196,7 @@ def _check_combination(ctx: click.Context, opts: _Options) -> None:
     if opts.seeds is not None:
         _check_seeds(ctx, opts, given)
     if opts.per_user:
-        single = sorted(given & {"protocol", "folds", "scores", "roc_plot", "database_url"})
+        single = sorted(given & {"protocol", "folds", "skip", "scores", "roc_plot", "database_url"})
         if single or opts.seeds is not None:
             names = _flags(ctx, single) if single else "--seeds"
             raise fail(f"--per-user runs online on temporary databases; drop {names}", EXIT_USAGE)
@@ -210,7 +225,7 @@ def _plan(settings: Settings, opts: _Options) -> Plan:
         raise fail(
             "--roc-plot needs matplotlib (the 'eval' extra: pip install -e '.[eval]')", EXIT_USAGE
         )
-    plan = Plan(opts.corpus, opts.protocol, opts.folds, opts.order, opts.limit, settings)
+    plan = Plan(opts.corpus, opts.protocol, opts.folds, opts.order, opts.limit, settings, opts.skip)
     if opts.seeds and plan.effective_order != "shuffle":
         raise fail(
             f"--seeds shuffles the corpus, but {opts.corpus} is read in index order; "
@@ -231,6 +246,10 @@ def _load(plan: Plan, seed: int) -> list[CorpusItem]:
         raise fail(
             f"--folds {plan.folds} needs at least {plan.folds} messages, got {len(items)}",
             EXIT_USAGE,
+        )
+    if plan.skip >= len(items):
+        raise fail(
+            f"--skip {plan.skip} leaves none of the {len(items)} messages to judge", EXIT_USAGE
         )
     return items
 

@@ -24,7 +24,7 @@ from app.evaluation.runner import SPAM_VERDICT
 from app.evaluation.seeds import describe_seeds
 
 HEADERS = {"roca_1_pct": "1-ROCA%", "hm_pct": "hm%", "sm_pct": "sm%"}
-SHARED = ("corpus", "protocol", "folds", "order", "limit", "threshold")
+SHARED = ("corpus", "protocol", "folds", "order", "limit", "skip", "threshold")
 EXAMPLES = 3  # paths named in a mismatch error
 HEAD = (
     f"{'seed':<5}{'metric':<9}{'n':>6}{'A':>9}{'B':>9}{'B - A':>9}  "

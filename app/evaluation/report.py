@@ -55,6 +55,7 @@ class RunInfo:
     database: str
     started: str
     finished: str
+    skip: int = 0
 
 
 def settings_used(settings: Settings) -> dict[str, Any]:
@@ -89,6 +90,7 @@ def document(
         "order": info.order,
         "seed": info.seed,
         "limit": info.limit,
+        "skip": info.skip,
         "threshold": decision.spam_log_odds,
         "threshold_rule": (
             f"spam iff verdict is spam: log_odds {decision.spam_rule()} with at least "
@@ -281,7 +283,9 @@ def _order(doc: dict[str, Any], seeds: str | None = None) -> str:
     if seeds is not None:
         seed = f" seeds {seeds}"
     limit = f", first {doc['limit']}" if doc["limit"] else ""
-    return f"order {doc['order']}{seed}{limit}"
+    # .get: result files written before --skip existed have no such key.
+    skip = f", judged after the first {doc['skip']}" if doc.get("skip") else ""
+    return f"order {doc['order']}{seed}{limit}{skip}"
 
 
 def _reasons(reasons: dict[str, int]) -> str:

@@ -77,7 +77,7 @@ def document(runs: Sequence[dict[str, Any]], jobs: int = 1) -> dict[str, Any]:
     if not runs:
         raise ValueError("no runs to aggregate")
     first = runs[0]
-    shared = ("filter", "corpus", "protocol", "folds", "order", "limit", "score_kind")
+    shared = ("filter", "corpus", "protocol", "folds", "order", "limit", "skip", "score_kind")
     return {
         **{key: first.get(key) for key in shared},
         "seeds": [run["seed"] for run in runs],

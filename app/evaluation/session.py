@@ -35,6 +35,7 @@ class Plan:
     order: str
     limit: int | None
     settings: Settings
+    skip: int = 0
 
     @property
     def effective_order(self) -> str:
@@ -66,7 +67,9 @@ def run(
 ) -> Done:
     """Evaluate ``items`` on ``models``; the document includes every message's row."""
     started = _now()
-    result = runner.evaluate(plan.protocol, items, models, plan.folds, progress)
+    result = runner.after(
+        runner.evaluate(plan.protocol, items, models, plan.folds, progress), plan.skip
+    )
     summary = runner.summarise(result)
     effective = plan.effective_order
     info = report.RunInfo(
@@ -74,6 +77,7 @@ def run(
         order=effective,
         seed=seed if effective == "shuffle" else None,
         limit=plan.limit,
+        skip=plan.skip,
         database=database,
         started=started,
         finished=_now(),

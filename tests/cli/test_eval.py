@@ -24,7 +24,7 @@ TIMING_KEYS = {
     "n_trained", "includes",
 }  # fmt: skip
 TOP_KEYS = {
-    "filter", "corpus", "protocol", "folds", "order", "seed", "limit", "threshold",
+    "filter", "corpus", "protocol", "folds", "order", "seed", "limit", "skip", "threshold",
     "threshold_rule", "score_kind", "metrics", "timing", "db_bytes", "failures", "wall_s",
     "started", "finished", "database", "settings", "host", "learn_outcomes", "messages",
 }  # fmt: skip
@@ -162,11 +162,38 @@ def test_cross_validation_on_a_given_database_uses_a_scope_per_fold(
     assert all(label["messages"] == 0 for label in stats["labels"].values())
 
 
+def test_skip_judges_only_the_messages_after_the_first_n(
+    run_sqlite: Run, corpus: Path, tmp_path: Path
+) -> None:
+    whole = _eval_json(run_sqlite, "--corpus", str(corpus))
+    later = _eval_json(run_sqlite, "--corpus", str(corpus), "--skip", "40")
+    assert later["skip"] == 40 and whole["skip"] == 0
+    # The same run: every message classified and learned, the same scores...
+    assert (
+        later["timing"]["n_classified"] == 60 and later["learn_outcomes"] == whole["learn_outcomes"]
+    )
+    rows = later["messages"]["rows"]
+    assert [row[0] for row in rows] == list(range(40, 60))
+    assert rows == whole["messages"]["rows"][40:]
+    # ...judged on the last 20 alone.
+    n_spam = sum(1 for row in rows if row[1] == "spam")
+    assert (later["metrics"]["n"], later["metrics"]["n_spam"]) == (20, n_spam)
+    judged = sum(sum(v.values()) for v in later["metrics"]["verdicts"].values())
+    assert judged == 20
+    table = run_sqlite("eval", "--corpus", str(corpus), "--skip", "40", "--limit", "50")
+    assert "first 50, judged after the first 40" in table.stdout
+    assert table.stdout.splitlines()[3].split()[0] == "10"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--protocol", "cv", "--folds", "61"], "--folds 61 needs at least 61 messages"),
         (["--order", "index"], "needs an index file"),
+        (["--skip", "60"], "--skip 60 leaves none of the 60 messages to judge"),
+        (["--skip", "10", "--limit", "10"], "--skip 10 leaves nothing of --limit 10"),
+        (["--skip", "10", "--protocol", "cv"], "--skip goes with --protocol online"),
+        (["--skip", "10", "--per-user"], "drop --skip"),
     ],
 )
 def test_usage_errors(run_sqlite: Run, corpus: Path, args: list[str], message: str) -> None:
