@@ -4,7 +4,8 @@ With ``decision.calibrate`` (the default) the cut-off of a model follows the ham
 feedback brought it (``app.domain.cutoff``): each new ham message's log-odds, as the model
 scored it just before learning it, goes into the model's histogram, and a verdict is spam
 above the lowest cut-off in [spam_log_odds, spam_log_odds_max] with at most
-``ham_loss_pct`` of those scores above it. A user's model is judged by its own ham once it
+``ham_loss_pct`` of those scores above it, or past the ceiling when the ham above it shows
+it too low (``ceiling_confidence``). A user's model is judged by its own ham once it
 has scored ``min_ham`` of them, and by the site-wide model's before when it falls back on
 that model (``users.fallback_strength`` > 0: a new user's scores are then the site-wide
 model's). Without calibration the cut-off is ``spam_log_odds``.
@@ -31,6 +32,7 @@ class CutOffs:
                 ceiling=decision.spam_log_odds_max,
                 ham_rate=decision.ham_loss_pct / 100,
                 min_ham=decision.min_ham,
+                confidence=decision.ceiling_confidence,
             )
             if decision.calibrate
             else None

@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from app.domain.cutoff import BINS, STEP, TOP, Calibration, score_bin, spam_cutoff
+from app.domain.cutoff import (
+    BINS,
+    STEP,
+    TOP,
+    Calibration,
+    binomial_upper_critical,
+    score_bin,
+    spam_cutoff,
+)
 
 DEFAULT = Calibration(floor=8.0, ceiling=18.0, ham_rate=0.001, min_ham=500)
 
@@ -111,7 +119,79 @@ def test_the_share_above_the_cut_off_is_at_most_the_rate() -> None:
         assert sum(1 for s in scores if s > cut) <= 0.001 * len(scores)
 
 
+RISING = Calibration(floor=7.0, ceiling=15.0, ham_rate=0.001, min_ham=500, confidence=0.95)
+
+
+@pytest.mark.parametrize(
+    ("n", "rate", "alpha"),
+    [(500, 0.001, 0.05), (1000, 0.001, 0.05), (6237, 0.001, 0.05), (6237, 0.001, 0.2),
+     (20_000, 0.001, 0.05), (20_000, 0.5, 0.05), (10, 0.3, 0.5), (3, 0.9, 0.01)],
+)  # fmt: skip
+def test_binomial_upper_critical_matches_scipy(n: int, rate: float, alpha: float) -> None:
+    stats = pytest.importorskip("scipy.stats")
+    # The largest k with P(X >= k) = sf(k - 1) >= alpha.
+    expected = max(k for k in range(n + 1) if stats.binom.sf(k - 1, n, rate) >= alpha)
+    assert binomial_upper_critical(n, rate, alpha) == expected
+
+
+def test_a_few_ham_above_the_ceiling_leave_it_where_it_is() -> None:
+    # 6,237 ham, 11 of them above 15 nats: a 0.1 % loss gives 11 or more with probability
+    # above 5 %, so the ceiling stands (the old rule, confidence 0, gives the same).
+    assert binomial_upper_critical(6237, 0.001, 0.05) == 11
+    scores = [-30.0] * 6226 + [16.2, 17.0, 18.3, 19.9, 21.0, 22.4, 25.1, 26.3, 30.0, 34.0, 45.0]
+    assert spam_cutoff(histogram_of(scores), RISING) == 15.0
+    assert spam_cutoff(histogram_of(scores), DEFAULT) == DEFAULT.ceiling
+
+
+def test_the_cut_off_rises_past_a_ceiling_the_ham_shows_too_low() -> None:
+    # 12 of 6,237 above 15 nats is more than a 0.1 % loss explains at 95 %: the cut-off
+    # rises to the lowest bin edge with at most 6.237 above it: past 19.6, the seventh highest.
+    high = [15.2, 15.8, 16.4, 17.1, 18.2, 19.6, 20.7, 22.9, 24.4, 26.0, 31.5, 38.0]
+    scores = [-30.0] * (6237 - len(high)) + high
+    assert spam_cutoff(histogram_of(scores), RISING) == 20.0
+    assert sum(1 for s in scores if s > 20.0) == 6
+    # Without the test (confidence 0) the ceiling holds, and loses all twelve.
+    fixed = Calibration(floor=7.0, ceiling=15.0, ham_rate=0.001, min_ham=500)
+    assert spam_cutoff(histogram_of(scores), fixed) == 15.0
+
+
+def test_a_rising_cut_off_stops_at_the_top_of_the_histogram() -> None:
+    scores = [-30.0] * 900 + [45.0] * 100
+    assert spam_cutoff(histogram_of(scores), RISING) == TOP
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_rising_rule_written_out(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    n_high = rng.randrange(0, 40)
+    scores = [rng.gauss(-30, 15) for _ in range(rng.randrange(500, 6000))]
+    scores += [rng.uniform(10, 45) for _ in range(n_high)]
+    calibration = Calibration(
+        floor=7.0, ceiling=rng.choice([12.0, 15.0, 15.2]), ham_rate=0.001, min_ham=500,
+        confidence=rng.choice([0.5, 0.8, 0.95]),
+    )  # fmt: skip
+    cut = spam_cutoff(histogram_of(scores), calibration)
+    below = exact_cutoff(scores, calibration)
+
+    def above(c: float) -> int:
+        return sum(1 for s in scores if score_bin(s) == BINS - 1 or score_bin(s) * STEP > c)
+
+    n, rate = len(scores), calibration.ham_rate
+    if above(calibration.ceiling) <= rate * n:
+        assert cut == below
+    elif above(calibration.ceiling) <= binomial_upper_critical(n, rate, 1 - calibration.confidence):
+        assert cut == calibration.ceiling
+    else:
+        rises = [c * STEP for c in range(BINS) if c * STEP > calibration.ceiling]
+        assert cut == next((c for c in rises if above(c) <= rate * n), TOP)
+        assert cut > calibration.ceiling
+
+
 def test_refuses_nonsense() -> None:
+    with pytest.raises(ValueError):
+        Calibration(floor=8.0, ceiling=18.0, ham_rate=0.001, min_ham=1, confidence=1.0)
     with pytest.raises(ValueError):
         Calibration(floor=math.nan, ceiling=18.0, ham_rate=0.001, min_ham=1)
     with pytest.raises(ValueError):
