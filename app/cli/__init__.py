@@ -11,38 +11,83 @@ processed, 2 for usage and configuration, 75 (EX_TEMPFAIL) when the database is 
 
 from __future__ import annotations
 
+import importlib
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
-from app.cli.bench import bench
-from app.cli.config import config_group
-from app.cli.context import (
-    EXIT_PROCESSING,
-    CliState,
-    ConfigRequest,
-    exit_code,
-    fail,
-    pass_state,
-)
-from app.cli.data import backup, export_command, import_command
-from app.cli.evaluate import evaluate
-from app.cli.filter import filter_command
-from app.cli.messages import classify, forget, learn
-from app.cli.milter import milter
-from app.cli.serve import serve
-from app.cli.spamd import spamd
-from app.cli.upkeep import expire
-from app.cli.users import stats, user_group
-from app.errors import SpamFilterError, describe
+if TYPE_CHECKING:
+    from app.cli.context import CliState
+
+
+class _Lazy(NamedTuple):
+    """Where a subcommand lives, and its one-line help (shown by ``--help`` without
+    importing it; a test holds it to the command's own)."""
+
+    module: str
+    attribute: str
+    short_help: str
+
+
+# Each subcommand's module is imported only when that subcommand runs: ``--version`` and
+# ``--help`` then import click and this module alone, and ``filter`` no evaluation, bench or
+# HTTP code.
+LAZY_COMMANDS: dict[str, _Lazy] = {
+    "backup": _Lazy("app.cli.data", "backup", "Copy the live SQLite database to PATH,..."),
+    "bench": _Lazy("app.cli.bench", "bench", "Benchmarks of the real service path."),
+    "classify": _Lazy("app.cli.messages", "classify", "Print a verdict per message: verdict,..."),
+    "config": _Lazy("app.cli.config", "config_group", "Show or check the settings (TOML file,..."),
+    "eval": _Lazy("app.cli.evaluate", "evaluate", "Run the service over a corpus: online..."),
+    "expire": _Lazy("app.cli.upkeep", "expire", "Expire tokens not learned for a while,..."),
+    "export": _Lazy("app.cli.data", "export_command", "Write the learned models to a portable..."),
+    "filter": _Lazy(
+        "app.cli.filter", "filter_command", "Add X-Spam headers to the message on stdin..."
+    ),
+    "forget": _Lazy("app.cli.messages", "forget", "Remove learned messages from the model..."),
+    "import": _Lazy(
+        "app.cli.data", "import_command", "Read an export file (- for stdin) into the..."
+    ),
+    "learn": _Lazy("app.cli.messages", "learn", "Learn messages as spam or ham (PATH: file,..."),
+    "milter": _Lazy("app.cli.milter", "milter", "Run the milter: X-Spam headers, and reject..."),
+    "serve": _Lazy("app.cli.serve", "serve", "Run the HTTP API (uvicorn,..."),
+    "spamd": _Lazy("app.cli.spamd", "spamd", "Serve SpamAssassin's spamd protocol..."),
+    "stats": _Lazy("app.cli.users", "stats", "Learned messages and tokens per label, and..."),
+    "user": _Lazy("app.cli.users", "user_group", "Per-user models: list them, delete one."),
+}
+SHORT_HELP_LIMIT = 45
 
 
 class _Commands(click.Group):
-    """A group that turns the service's errors into one stderr line and an exit status."""
+    """The command group: subcommands imported when they run (``LAZY_COMMANDS``), and the
+    service's errors turned into one stderr line and an exit status."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in LAZY_COMMANDS:
+            return self.commands.get(cmd_name)
+        lazy = LAZY_COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(lazy.module), lazy.attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The subcommands and their one-line help, without importing any of them."""
+        rows = [
+            (name, LAZY_COMMANDS[name].short_help)
+            if name in LAZY_COMMANDS
+            else (name, self.commands[name].get_short_help_str(SHORT_HELP_LIMIT))
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from app.cli.context import EXIT_PROCESSING, exit_code, fail
+        from app.errors import SpamFilterError, describe
+
         try:
             return super().invoke(ctx)
         except SpamFilterError as error:
@@ -94,6 +139,8 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 @click.pass_context
 def cli(ctx: click.Context, config: Path | None, database_url: str | None) -> None:
     """A Naive Bayes spam filter that learns from every correction."""
+    from app.cli.context import ConfigRequest
+
     request = ConfigRequest(config, {"database_url": database_url} if database_url else {})
     if ctx.invoked_subcommand == "config":
         ctx.obj = request  # shown or checked there, problems included
@@ -107,31 +154,13 @@ def db() -> None:
 
 
 @db.command()
-@pass_state
+@click.pass_obj
 def upgrade(state: CliState) -> None:
     """Create the database or migrate it to the newest schema."""
     from app.bootstrap import migrate_database
 
     revision = migrate_database(state.settings)
     click.echo(f"database at revision {revision}")
-
-
-cli.add_command(serve)
-cli.add_command(learn)
-cli.add_command(classify)
-cli.add_command(forget)
-cli.add_command(evaluate)
-cli.add_command(filter_command)
-cli.add_command(spamd)
-cli.add_command(milter)
-cli.add_command(bench)
-cli.add_command(config_group)
-cli.add_command(export_command)
-cli.add_command(import_command)
-cli.add_command(backup)
-cli.add_command(expire)
-cli.add_command(stats)
-cli.add_command(user_group)
 
 
 def main() -> None:
