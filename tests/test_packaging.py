@@ -216,8 +216,9 @@ def test_the_cli_version_and_every_help_work_without_analysis_packages(tmp_path:
         def paths(command, prefix):
             yield prefix
             if isinstance(command, click.Group):
-                for name, sub in command.commands.items():
-                    yield from paths(sub, [*prefix, name])
+                ctx = click.Context(command)
+                for name in command.list_commands(ctx):
+                    yield from paths(command.get_command(ctx, name), [*prefix, name])
 
         runner = CliRunner()
         version = runner.invoke(cli, ["--version"])
