@@ -313,10 +313,23 @@ class ConsoleSettings(BaseModel):
     )
     session_key: str = Field(
         "",
-        description="key signing console session cookies (empty: derived from the tokens, so "
-        "every worker agrees; changing a token then ends every session)",
+        description="key signing console session cookies (empty: a random key made once and "
+        "kept in the database, so every worker and replica agrees)",
     )
     session_hours: float = Field(12.0, gt=0, le=24 * 30, description="a login lasts this long")
+    # Why 5 a minute: a person who mistypes a token retries a few times; Postfix's anvil
+    # defaults to limits of this order per client and minute. A guess of a 128-bit token at
+    # 5 a minute is hopeless, while 300 in 0.3 s (measured before the limit) is not.
+    login_failures: int = Field(
+        5,
+        ge=0,
+        description="failed console logins allowed per client address (an IPv6 client per /64) "
+        "within login_window_seconds; past it, 429 with Retry-After until the window ends "
+        "(0: no limit)",
+    )
+    login_window_seconds: float = Field(
+        60.0, gt=0, le=86_400, description="the window failed console logins are counted in"
+    )
     secure_cookie: bool = Field(
         False,
         description="always mark the session cookie Secure (it is whenever the request is "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.domain.labels import LABELS
 from app.service.accounts import Accounts, DeletedUser, UserSummary
+from app.service.console_access import ConsoleGuard
 from app.service.events import Observer
 from app.service.history import History
 from app.service.judging import Judge
@@ -58,6 +59,8 @@ class SpamFilter:
         self._accounts = Accounts(store, settings)
         # The console's recorded activity (written by the recorder, read by the console).
         self.history = History(store, settings)
+        # Who may use the console: its signing secret, revoked sessions, failed logins.
+        self.console = ConsoleGuard(store, settings)
 
     @property
     def database(self) -> str:

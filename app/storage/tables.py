@@ -52,7 +52,7 @@ metadata = MetaData(naming_convention=NAMING)
 # The newest revision of migrations/versions: the schema these tables describe. Readiness
 # and the processes that never migrate (the pipe filter) compare the database's revision
 # with it without importing Alembic; tests/test_migrations.py holds it to Alembic's head.
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0006"
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
@@ -175,6 +175,41 @@ activity_minute = Table(
     Column("ms_total", Float, nullable=False),
     *(Column(f"lat_{i}", BigInteger, nullable=False) for i in range(LATENCY_BUCKETS)),
     PrimaryKeyConstraint("minute", "source", "adapter", "action", "outcome"),
+)
+
+
+# The console's access (see ``app.storage.console_access``), shared by every worker and
+# replica: the cookie signing key made once, the sessions ended by logging out (until they
+# would have expired), and failed logins per client address in the current window.
+NONCE_LENGTH = 64
+CLIENT_LENGTH = 64
+
+console_secret = Table(
+    "console_secret",
+    metadata,
+    Column("name", String(32), nullable=False),
+    Column("value", String(128), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("name"),
+)
+
+console_revoked = Table(
+    "console_revoked",
+    metadata,
+    Column("nonce", String(NONCE_LENGTH), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("nonce"),
+    Index("ix_console_revoked_expires_at", "expires_at"),
+)
+
+console_login = Table(
+    "console_login",
+    metadata,
+    Column("client", String(CLIENT_LENGTH), nullable=False),
+    Column("window_started_at", DateTime(timezone=True), nullable=False),
+    Column("failures", Integer, nullable=False),
+    PrimaryKeyConstraint("client"),
+    Index("ix_console_login_window_started_at", "window_started_at"),
 )
 
 
