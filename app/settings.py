@@ -10,6 +10,7 @@ environment.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Literal
@@ -211,6 +212,13 @@ class SpamdSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(783, ge=0, le=65535)
     allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
+    # The spamd protocol has no credentials (spamc sends none), so TELL, which trains the
+    # models, is limited by the peer's address, as spamd's --allowed-ips limits connections.
+    tell_from: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["127.0.0.0/8", "::1/128"],
+        description="with allow_tell: the addresses and networks TELL is accepted from "
+        "(comma-separated; others get 77 Permission denied); loopback by default",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,
@@ -222,6 +230,17 @@ class SpamdSettings(BaseModel):
         5.0, gt=0, description="a connection that sends nothing for this long is closed"
     )
     max_connections: int = Field(64, ge=1)
+
+    @field_validator("tell_from", mode="before")
+    @classmethod
+    def _split_networks(cls, value: object) -> object:
+        # A comma-separated string (the environment) or a list (a TOML file); each entry
+        # must be an address or a network (a bare address is a network of one).
+        if isinstance(value, str):
+            value = [part for part in value.split(",") if part.strip()]
+        if isinstance(value, list | tuple):
+            return [str(ipaddress.ip_network(str(v).strip(), strict=False)) for v in value]
+        return value
 
 
 class MailSettings(BaseModel):
