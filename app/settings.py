@@ -354,7 +354,20 @@ class ConsoleSettings(BaseModel):
         description="always mark the session cookie Secure (it is whenever the request is "
         "HTTPS); set behind a proxy that terminates TLS",
     )
-    history_entries: int = Field(10_000, ge=0, description="verdicts kept in the history")
+    history_entries: int = Field(
+        10_000,
+        ge=0,
+        description="verdicts kept in the history, besides those of anonymous callers",
+    )
+    # Why apart: 10,000 classify calls without a token emptied a shared history of every
+    # real entry in under a minute. Anonymous verdicts are kept, but only this many.
+    history_anonymous_entries: int = Field(
+        1_000,
+        ge=0,
+        description="verdicts of anonymous callers (classify over HTTP without a valid token "
+        "while tokens are configured) kept in the history, counted apart so that a flood of "
+        "them cannot push out the others",
+    )
     history_days: float = Field(7.0, ge=0, description="verdicts older than this are deleted")
     keep_tokens_hours: float = Field(
         48.0,

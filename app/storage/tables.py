@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -36,6 +37,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 from app.domain.labels import LABELS
@@ -52,7 +54,7 @@ metadata = MetaData(naming_convention=NAMING)
 # The newest revision of migrations/versions: the schema these tables describe. Readiness
 # and the processes that never migrate (the pipe filter) compare the database's revision
 # with it without importing Alembic; tests/test_migrations.py holds it to Alembic's head.
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
@@ -158,9 +160,13 @@ activity_entry = Table(
     Column("clues", Text, nullable=False),
     Column("tokens", LargeBinary),
     Column("learned", String(LABEL_LENGTH)),
+    # A classify by a caller that proved nothing (``Event.anonymous``): kept within a cap of
+    # its own, found newest first by the index below.
+    Column("anonymous", Boolean, nullable=False, server_default=false()),
     PrimaryKeyConstraint("id"),
     Index("ix_activity_entry_at", "at"),
     Index("ix_activity_entry_digest", "digest"),
+    Index("ix_activity_entry_anonymous_id", "anonymous", "id"),
 )
 
 activity_minute = Table(
