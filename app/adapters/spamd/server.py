@@ -181,7 +181,10 @@ class SpamdServer:
                     await writer.drain()
                 writer.write_eof()
             await _linger(reader)
-        except (ConnectionError, TimeoutError) as error:
+        except OSError as error:
+            # The peer went first: reset, timed out, or already closed when the reply's end
+            # is signalled (write_eof raises ENOTCONN after spamc has read its answer and
+            # gone). Nothing is wrong with the server, and nobody is left to answer.
             log.debug("spamd: connection ended early: %r", error)
         finally:
             writer.close()
@@ -407,7 +410,7 @@ def _timeout_error(seconds: float) -> SpamdError:
 
 async def _linger(reader: asyncio.StreamReader) -> None:
     """Discard what the client still sends until it closes (at most _LINGER_SECONDS)."""
-    with contextlib.suppress(TimeoutError, ConnectionError):
+    with contextlib.suppress(OSError):  # TimeoutError and ConnectionError among them
         async with asyncio.timeout(_LINGER_SECONDS):
             while await reader.read(_CHUNK):
                 pass
