@@ -86,17 +86,30 @@ class ConsoleGuard:
         if self._limit == 0:
             return None
         now = now or _now()
+        # A client already held back is told so by a read: a flood of refused attempts
+        # writes nothing, and never waits for the database's write lock.
+        with self._store.transaction(write=False) as tx:
+            wait = self._wait(tx.console_access().current_window(client), now)
+        if wait is not None:
+            return wait
         with self._store.transaction(write=True) as tx:
             access = tx.console_access()
             access.forget_login_windows(now - self._window)
             window = access.login_window(client, now)
             if window.started_at + self._window <= now:
                 window = LoginWindow(now, 0)
-            if window.failures >= self._limit:
-                left = (window.started_at + self._window - now).total_seconds()
-                return float(max(1, math.ceil(left)))
-            access.set_login_window(client, LoginWindow(window.started_at, window.failures + 1))
-        return None
+            wait = self._wait(window, now)
+            if wait is None:
+                counted = LoginWindow(window.started_at, window.failures + 1)
+                access.set_login_window(client, counted)
+        return wait
+
+    def _wait(self, window: LoginWindow | None, now: datetime) -> float | None:
+        """Seconds until a client with ``window`` may try again, None when it may now."""
+        if window is None or window.failures < self._limit:
+            return None
+        left = (window.started_at + self._window - now).total_seconds()
+        return None if left <= 0 else float(max(1, math.ceil(left)))
 
     def login_succeeded(self, client: str, now: datetime | None = None) -> None:
         """Give back the attempt ``admit_login`` counted for ``client``: its token was right."""

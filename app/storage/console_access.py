@@ -60,6 +60,14 @@ class ConsoleAccess:
             is not None
         )
 
+    def current_window(self, client: str) -> LoginWindow | None:
+        """``client``'s failed logins as they are, None when none are counted; no lock."""
+        table = console_login
+        found = self._conn.execute(
+            select(table.c.window_started_at, table.c.failures).where(table.c.client == client)
+        ).first()
+        return None if found is None else LoginWindow(_utc(found[0]), int(found[1]))
+
     def login_window(self, client: str, now: datetime) -> LoginWindow:
         """``client``'s failed logins, its row locked until the transaction ends (a new
         client starts a window at ``now``)."""

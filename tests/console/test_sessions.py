@@ -12,7 +12,9 @@ import hashlib
 import hmac
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -178,3 +180,23 @@ def test_clients_are_counted_by_address_and_ipv6_by_its_64() -> None:
     assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
     assert client_key("::ffff:192.0.2.1") == "192.0.2.1"
     assert client_key(None) == "unknown" and client_key("testclient") == "testclient"
+
+
+def test_a_client_held_back_is_refused_without_a_write(
+    make_console: MakeConsole, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood of refused attempts costs reads only: it never waits for the write lock."""
+    service = make_console(console=THROTTLE).service
+    guard = service.console
+    start = datetime(2026, 11, 28, 4, 0, tzinfo=UTC)
+    for _ in range(3):
+        assert guard.admit_login("192.0.2.1", start) is None
+    store = service._store  # the fault is injected where writes begin
+    real = store.transaction
+
+    def reads_only(write: bool) -> Any:
+        assert not write, "a refused attempt wrote"
+        return real(write)
+
+    monkeypatch.setattr(store, "transaction", reads_only)
+    assert guard.admit_login("192.0.2.1", start + timedelta(seconds=1)) == 599.0
