@@ -10,6 +10,7 @@ environment.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Literal
@@ -232,6 +233,13 @@ class SpamdSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(783, ge=0, le=65535)
     allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
+    # The spamd protocol has no credentials (spamc sends none), so TELL, which trains the
+    # models, is limited by the peer's address, as spamd's --allowed-ips limits connections.
+    tell_from: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["127.0.0.0/8", "::1/128"],
+        description="with allow_tell: the addresses and networks TELL is accepted from "
+        "(comma-separated; others get 77 Permission denied); loopback by default",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,
@@ -243,6 +251,17 @@ class SpamdSettings(BaseModel):
         5.0, gt=0, description="a connection that sends nothing for this long is closed"
     )
     max_connections: int = Field(64, ge=1)
+
+    @field_validator("tell_from", mode="before")
+    @classmethod
+    def _split_networks(cls, value: object) -> object:
+        # A comma-separated string (the environment) or a list (a TOML file); each entry
+        # must be an address or a network (a bare address is a network of one).
+        if isinstance(value, str):
+            value = [part for part in value.split(",") if part.strip()]
+        if isinstance(value, list | tuple):
+            return [str(ipaddress.ip_network(str(v).strip(), strict=False)) for v in value]
+        return value
 
 
 class MailSettings(BaseModel):
@@ -334,16 +353,42 @@ class ConsoleSettings(BaseModel):
     )
     session_key: str = Field(
         "",
-        description="key signing console session cookies (empty: derived from the tokens, so "
-        "every worker agrees; changing a token then ends every session)",
+        description="key signing console session cookies (empty: a random key made once and "
+        "kept in the database, so every worker and replica agrees)",
     )
     session_hours: float = Field(12.0, gt=0, le=24 * 30, description="a login lasts this long")
+    # Why 5 a minute: a person who mistypes a token retries a few times; Postfix's anvil
+    # defaults to limits of this order per client and minute. A guess of a 128-bit token at
+    # 5 a minute is hopeless, while 300 in 0.3 s (measured before the limit) is not.
+    login_failures: int = Field(
+        5,
+        ge=0,
+        description="failed console logins allowed per client address (an IPv6 client per /64) "
+        "within login_window_seconds; past it, 429 with Retry-After until the window ends "
+        "(0: no limit)",
+    )
+    login_window_seconds: float = Field(
+        60.0, gt=0, le=86_400, description="the window failed console logins are counted in"
+    )
     secure_cookie: bool = Field(
         False,
         description="always mark the session cookie Secure (it is whenever the request is "
         "HTTPS); set behind a proxy that terminates TLS",
     )
-    history_entries: int = Field(10_000, ge=0, description="verdicts kept in the history")
+    history_entries: int = Field(
+        10_000,
+        ge=0,
+        description="verdicts kept in the history, besides those of anonymous callers",
+    )
+    # Why apart: 10,000 classify calls without a token emptied a shared history of every
+    # real entry in under a minute. Anonymous verdicts are kept, but only this many.
+    history_anonymous_entries: int = Field(
+        1_000,
+        ge=0,
+        description="verdicts of anonymous callers (classify over HTTP without a valid token "
+        "while tokens are configured) kept in the history, counted apart so that a flood of "
+        "them cannot push out the others",
+    )
     history_days: float = Field(7.0, ge=0, description="verdicts older than this are deleted")
     keep_tokens_hours: float = Field(
         48.0,

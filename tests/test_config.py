@@ -146,3 +146,16 @@ def test_database_descriptions_never_carry_the_password() -> None:
     assert describe_database(url) == "postgresql spam@db.example:5433/spamfilter"
     assert mask_url(url) == "postgresql+psycopg://spam:***@db.example:5433/spamfilter"
     assert mask_url("sqlite:////x.db") == "sqlite:////x.db"
+
+
+def test_tell_from_takes_addresses_and_networks_from_the_environment_or_a_file(
+    tmp_path: Path, home: dict[str, str]
+) -> None:
+    assert load_settings(None, home).spamd.tell_from == ["127.0.0.0/8", "::1/128"]
+    environ = {**home, "SPAMFILTER_SPAMD__TELL_FROM": "10.1.0.0/16, 192.0.2.7,,2001:db8::/32"}
+    loaded = load_settings(None, environ)
+    assert loaded.spamd.tell_from == ["10.1.0.0/16", "192.0.2.7/32", "2001:db8::/32"]
+    from_file = write(tmp_path / "t.toml", '[spamd]\ntell_from = ["192.0.2.0/24"]\n')
+    assert load_settings(from_file, home).spamd.tell_from == ["192.0.2.0/24"]
+    with pytest.raises(ConfigurationProblems, match="tell_from"):
+        load_settings(None, {**home, "SPAMFILTER_SPAMD__TELL_FROM": "not-an-address"})

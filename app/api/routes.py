@@ -88,7 +88,7 @@ async def classify(
     form = message_form(request)
     async with received_message(request) as raw:
         call = run_inline if len(raw) <= INLINE_BYTES else call_service
-        result = await call(request, service.classify, raw, user, form=form)
+        result = await call(request, service.classify, raw, user, form=form, anonymous=not trusted)
     metrics.verdicts.labels(result.verdict.value).inc()
     shown = result if trusted else hide_field_values(result)
     return render_classification(shown, service.mail_report(shown))

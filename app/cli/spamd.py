@@ -3,7 +3,8 @@
 spamc, Exim's ``spam=`` ACL condition and other spamc clients use it unchanged (see
 docs/integration/spamd.md). The listener has no authentication (neither has spamd), so an
 address other than loopback needs ``--allow-public-bind``; TELL (``spamc -L``) changes the
-model and is refused unless ``--allow-tell`` (or ``SPAMFILTER_SPAMD__ALLOW_TELL=true``).
+model and is refused unless ``--allow-tell`` (or ``SPAMFILTER_SPAMD__ALLOW_TELL=true``), and
+then taken only from the peers of ``spamd.tell_from`` (loopback by default).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def spamd(
     revision = migrate_database(settings)  # a database that cannot be opened ends here
     announce_database(settings)
     click.echo(f"database at revision {revision}", err=True)
-    tell = "enabled" if settings.spamd.allow_tell else "disabled"
+    allowed = ", ".join(settings.spamd.tell_from)
+    tell = f"enabled from {allowed}" if settings.spamd.allow_tell else "disabled"
 
     def ready(bound_host: str, bound_port: int) -> None:
         click.echo(f"spamd listening on {bound_host}:{bound_port} (TELL {tell})", err=True)

@@ -27,6 +27,10 @@ class Event:
     ``outcome`` the verdict of a classify, the outcome of a learn or forget, or ``error``;
     ``error`` the error code when the call failed; ``seconds`` its duration.
 
+    ``anonymous`` is True for a classify by a caller that proved nothing (HTTP without a
+    valid token while tokens are configured): the console's history keeps such entries
+    apart, so that a flood of them cannot push out the others.
+
     ``sender``, ``subject``, ``tokens`` and ``clues`` (a classify's (token, weight) pairs) are
     for observers that keep a bounded history (the console's recorder); the verdict log
     leaves them out.
@@ -48,6 +52,7 @@ class Event:
     subject: str | None = None
     tokens: Mapping[str, int] | None = field(default=None, repr=False)
     clues: tuple[tuple[str, float], ...] = field(default=(), repr=False)
+    anonymous: bool = False
 
 
 class Observer(Protocol):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.domain.labels import LABELS
 from app.service.accounts import Accounts, DeletedUser, UserSummary
+from app.service.console_access import ConsoleGuard
 from app.service.events import Observer
 from app.service.history import History
 from app.service.judging import Judge
@@ -58,6 +59,8 @@ class SpamFilter:
         self._accounts = Accounts(store, settings)
         # The console's recorded activity (written by the recorder, read by the console).
         self.history = History(store, settings)
+        # Who may use the console: its signing secret, revoked sessions, failed logins.
+        self.console = ConsoleGuard(store, settings)
 
     @property
     def database(self) -> str:
@@ -96,10 +99,15 @@ class SpamFilter:
         return self._judge.analyse(raw, legacy, form)
 
     def classify(
-        self, message: bytes | Analysed, user: str | None = None, form: Form = "rfc822"
+        self,
+        message: bytes | Analysed,
+        user: str | None = None,
+        form: Form = "rfc822",
+        anonymous: bool = False,
     ) -> Classification:
         """Score a message against the learned counts (read-only): the site-wide model's, or
-        ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``)."""
+        ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``).
+        ``anonymous``: the caller proved nothing (see ``events.Event``)."""
         with self._watch.call("classify", user) as watch:
             models = self.models(user)
             analysed = watch.read(
@@ -107,7 +115,9 @@ class SpamFilter:
             )
             result = self._judge.classify(analysed, models)
             clues = tuple((clue.token, clue.weight) for clue in result.clues)
-            watch.answer(result.verdict.value, log_odds=result.log_odds, clues=clues)
+            watch.answer(
+                result.verdict.value, log_odds=result.log_odds, clues=clues, anonymous=anonymous
+            )
         return result
 
     def learn(

@@ -4,6 +4,8 @@
 (one per classify), per-minute counts (every call) and corrections (a learn whose label
 contradicts the verdict the history holds for that message: a false positive or a missed
 spam), in one transaction, and prunes what is past its retention (``console`` settings).
+Entries of anonymous callers (``Event.anonymous``) are counted against a cap of their own,
+so that a flood of them cannot push the others out of the history.
 The reads serve the console's pages; ``analysed`` rebuilds a kept entry's message so that it
 can be learned or forgotten exactly as the feedback endpoint would.
 """
@@ -146,6 +148,7 @@ class History:
             activity.prune_entries(
                 now - timedelta(days=keep.history_days),
                 keep.history_entries,
+                keep.history_anonymous_entries,
                 now - timedelta(hours=keep.keep_tokens_hours),
             )
             activity.prune_minutes(minute_of(now - timedelta(days=keep.rollup_days)))
@@ -169,6 +172,7 @@ class History:
             form=event.form or "rfc822",
             clues=json.dumps([[t, round(w, 4)] for t, w in event.clues]),
             tokens=pack_tokens(event.tokens) if keep_tokens and event.tokens else None,
+            anonymous=event.anonymous,
         )
 
     def entries(self, chosen: EntryFilter, limit: int = 100) -> list[Entry]:

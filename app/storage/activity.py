@@ -43,6 +43,7 @@ class EntryRow:
     tokens: bytes | None
     learned: str | None = None
     id: int | None = None
+    anonymous: bool = False
 
 
 @dataclass(slots=True)
@@ -108,6 +109,7 @@ class Activity:
                 "clues": e.clues,
                 "tokens": e.tokens,
                 "learned": e.learned,
+                "anonymous": e.anonymous,
             }
             for e in entries
         ]
@@ -149,14 +151,21 @@ class Activity:
         ).first()
         return None if row is None else _entry(row)
 
-    def prune_entries(self, older_than: datetime, keep: int, tokens_before: datetime) -> None:
-        """Delete entries older than ``older_than`` or past the newest ``keep``, and drop the
-        tokens of entries older than ``tokens_before``."""
+    def prune_entries(
+        self, older_than: datetime, keep: int, keep_anonymous: int, tokens_before: datetime
+    ) -> None:
+        """Delete entries older than ``older_than``, those past the newest ``keep`` that are
+        not anonymous and those past the newest ``keep_anonymous`` that are (each kind
+        counted apart), and drop the tokens of entries older than ``tokens_before``."""
         table = activity_entry
         self._conn.execute(delete(table).where(table.c.at < older_than))
-        newest = self._conn.execute(select(func.max(table.c.id))).scalar()
-        if newest is not None:
-            self._conn.execute(delete(table).where(table.c.id <= newest - keep))
+        for anonymous, kept in ((False, keep), (True, keep_anonymous)):
+            kind = table.c.anonymous == anonymous
+            oldest_gone = self._conn.execute(
+                select(table.c.id).where(kind).order_by(table.c.id.desc()).offset(kept).limit(1)
+            ).scalar()
+            if oldest_gone is not None:
+                self._conn.execute(delete(table).where(kind, table.c.id <= oldest_gone))
         self._conn.execute(
             update(table)
             .where(table.c.at < tokens_before, table.c.tokens.is_not(None))
@@ -262,6 +271,7 @@ def _entry(row: object) -> EntryRow:
         tokens=m.get("tokens"),
         learned=m["learned"],
         id=int(m["id"]),
+        anonymous=bool(m["anonymous"]),
     )
 
 

@@ -23,6 +23,7 @@ from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.calibration import HamScores
 from app.storage.codec import decode_bag, encode_bag
+from app.storage.console_access import ConsoleAccess
 from app.storage.count_cache import UNSEEN, CacheView, CountCache, Update
 from app.storage.count_writes import CountWrites
 from app.storage.expiry import Expiry
@@ -100,6 +101,11 @@ class Transaction:
     def activity(self) -> Activity:
         """The console's history and per-minute counts, in this transaction."""
         return Activity(self._conn)
+
+    def console_access(self) -> ConsoleAccess:
+        """The console's signing secret, revoked sessions and failed logins, in this
+        transaction."""
+        return ConsoleAccess(self._conn)
 
     def ham_scores(self) -> HamScores:
         """The models' ham score histograms, in this transaction (see ``calibration.py``)."""

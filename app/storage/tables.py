@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -36,6 +37,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 from app.domain.labels import LABELS
@@ -52,7 +54,7 @@ metadata = MetaData(naming_convention=NAMING)
 # The newest revision of migrations/versions: the schema these tables describe. Readiness
 # and the processes that never migrate (the pipe filter) compare the database's revision
 # with it without importing Alembic; tests/test_migrations.py holds it to Alembic's head.
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0007"
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
@@ -158,9 +160,13 @@ activity_entry = Table(
     Column("clues", Text, nullable=False),
     Column("tokens", LargeBinary),
     Column("learned", String(LABEL_LENGTH)),
+    # A classify by a caller that proved nothing (``Event.anonymous``): kept within a cap of
+    # its own, found newest first by the index below.
+    Column("anonymous", Boolean, nullable=False, server_default=false()),
     PrimaryKeyConstraint("id"),
     Index("ix_activity_entry_at", "at"),
     Index("ix_activity_entry_digest", "digest"),
+    Index("ix_activity_entry_anonymous_id", "anonymous", "id"),
 )
 
 activity_minute = Table(
@@ -175,6 +181,41 @@ activity_minute = Table(
     Column("ms_total", Float, nullable=False),
     *(Column(f"lat_{i}", BigInteger, nullable=False) for i in range(LATENCY_BUCKETS)),
     PrimaryKeyConstraint("minute", "source", "adapter", "action", "outcome"),
+)
+
+
+# The console's access (see ``app.storage.console_access``), shared by every worker and
+# replica: the cookie signing key made once, the sessions ended by logging out (until they
+# would have expired), and failed logins per client address in the current window.
+NONCE_LENGTH = 64
+CLIENT_LENGTH = 64
+
+console_secret = Table(
+    "console_secret",
+    metadata,
+    Column("name", String(32), nullable=False),
+    Column("value", String(128), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("name"),
+)
+
+console_revoked = Table(
+    "console_revoked",
+    metadata,
+    Column("nonce", String(NONCE_LENGTH), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("nonce"),
+    Index("ix_console_revoked_expires_at", "expires_at"),
+)
+
+console_login = Table(
+    "console_login",
+    metadata,
+    Column("client", String(CLIENT_LENGTH), nullable=False),
+    Column("window_started_at", DateTime(timezone=True), nullable=False),
+    Column("failures", Integer, nullable=False),
+    PrimaryKeyConstraint("client"),
+    Index("ix_console_login_window_started_at", "window_started_at"),
 )
 
 

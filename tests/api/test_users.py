@@ -164,3 +164,15 @@ def test_the_contract_documents_users(secured: Api) -> None:
     assert listing["schema"]["$ref"].endswith("/UsersResponse")
     examples = schema["components"]["schemas"]["StatsResponse"]["examples"]
     assert [e.get("user") for e in examples] == [None, "alice@example.org"]
+
+
+def test_with_train_site_off_feedback_for_a_user_leaves_the_site_model_alone(
+    make_api: MakeApi, database_url: str
+) -> None:
+    api = make_api(database_url=database_url, api_tokens=[TOKEN], users={"train_site": False})
+    learn_for(api, ALICE, "ham", HAM)
+    learn_for(api, ALICE, "spam", SPAM[:1])
+    own = api.client.get("/v1/stats", params={"user": ALICE}, headers=BEARER).json()
+    assert messages_of(own) == {"ham": 3, "spam": 1}
+    site = api.client.get("/v1/stats", headers=BEARER).json()
+    assert messages_of(site) == {"ham": 0, "spam": 0}

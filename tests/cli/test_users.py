@@ -152,3 +152,12 @@ def test_user_delete(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     again = run("user", "delete", "--yes", ALICE)
     assert again.exit_code == 1
     assert again.stderr == "spamfilter: unknown_user: user 'alice@example.org' has no model\n"
+
+
+def test_with_train_site_off_learn_for_a_user_leaves_the_site_model_alone(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPAMFILTER_USERS__TRAIN_SITE", "false")
+    learn(run, tmp_path, ALICE, 3)
+    assert learned(stats_json(run, "--user", ALICE)) == {"ham": 3, "spam": 3}
+    assert learned(stats_json(run)) == {"ham": 0, "spam": 0}

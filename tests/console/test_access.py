@@ -90,14 +90,14 @@ def test_sessions_end_when_they_expire_or_their_token_is_removed(
     make_console: MakeConsole,
 ) -> None:
     console = make_console()
-    keys = Keys(console.settings)
+    keys = Keys(console.settings, "a secret")
     cookie = keys.issue(ADMIN, Role.ADMIN, now=1000.0)
     assert keys.session(cookie, now=1001.0) is not None
     assert keys.session(cookie, now=1000.0 + keys.lifetime) is None
     assert keys.session(cookie[:-2] + "xx", now=1001.0) is None
     forged = cookie.replace("admin.", "read.", 1)
     assert keys.session(forged, now=1001.0) is None
-    other = Keys(console.settings.model_copy(update={"api_tokens": ["another"]}))
+    other = Keys(console.settings.model_copy(update={"api_tokens": ["another"]}), "a secret")
     assert other.session(cookie, now=1001.0) is None
 
 
@@ -115,10 +115,10 @@ def test_with_a_session_key_removing_a_token_still_ends_its_sessions(
     make_console: MakeConsole,
 ) -> None:
     console = make_console(console={"session_key": "fixed"})
-    cookie = Keys(console.settings).issue(READER, Role.READ, now=1000.0)
-    assert Keys(console.settings).session(cookie, now=1001.0) is not None
+    cookie = Keys(console.settings, "fixed").issue(READER, Role.READ, now=1000.0)
+    assert Keys(console.settings, "fixed").session(cookie, now=1001.0) is not None
     without = console.settings.model_copy(update={"read_tokens": ["another"]})
-    assert Keys(without).session(cookie, now=1001.0) is None
+    assert Keys(without, "fixed").session(cookie, now=1001.0) is None
 
 
 def test_a_disabled_console_is_not_served(make_console: MakeConsole) -> None:

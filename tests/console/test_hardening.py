@@ -22,7 +22,7 @@ def test_a_blank_token_in_the_settings_opens_nothing(make_console: MakeConsole) 
     for data in ({"token": ""}, {}):  # an empty token, and no token field at all
         reply = console.client.post("/ui/login", data={**data, "csrf": csrf_of(form.text)})
         assert reply.status_code == 401, reply.text
-    assert Keys(console.settings).role_of("") is None
+    assert Keys(console.settings, "a secret").role_of("") is None
 
 
 def test_odd_cookies_and_csrf_values_are_refused_not_crashed(console: Console) -> None:

@@ -60,6 +60,7 @@ class ExitCode(IntEnum):
     SOFTWARE = 70
     TEMPFAIL = 75
     PROTOCOL = 76
+    NOPERM = 77
     CONFIG = 78
     TIMEOUT = 79
 
@@ -72,6 +73,7 @@ _TITLES: Mapping[ExitCode, str] = {
     ExitCode.SOFTWARE: "Internal error",
     ExitCode.TEMPFAIL: "Temporary failure",
     ExitCode.PROTOCOL: "Bad header line",
+    ExitCode.NOPERM: "Permission denied",
     ExitCode.CONFIG: "Configuration error",
     ExitCode.TIMEOUT: "Timeout",
 }

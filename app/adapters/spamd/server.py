@@ -13,6 +13,8 @@ close. The limits come from settings:
   before a byte of the body is read;
 * ``server.max_buffered_bytes``: the bodies every connection holds come from one BodyBudget
   per server; a body that finds it full gets ``75 Temporary failure: overloaded``;
+* ``spamd.tell_from``: TELL (with ``spamd.allow_tell``) is refused before its body is read
+  unless the peer's address is in one of these networks (``peers``);
 * ``spamd.max_connections`` requests are served at once; further connections wait in the
   listen backlog, as they wait for a free child with spamd, rather than being refused.
 
@@ -37,6 +39,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from app.adapters.spamd.peers import IPAddress, is_within, networks, peer_address
 from app.adapters.spamd.protocol import (
     MAX_HEADER_FIELDS,
     CheckResponse,
@@ -94,6 +97,7 @@ class SpamdServer:
         self._host = settings.spamd.host
         self._port = settings.spamd.port
         self._allow_tell = settings.spamd.allow_tell
+        self._tell_from = networks(settings.spamd.tell_from)
         self._training_margin = settings.training_margin
         self._timeout = settings.spamd.timeout_seconds
         self._idle_timeout = settings.spamd.idle_timeout_seconds
@@ -168,26 +172,31 @@ class SpamdServer:
         except BaseException:
             conn.close()
             raise
+        peer = peer_address(conn)
         try:
-            reply = await self._exchange(reader)
+            reply = await self._exchange(reader, peer)
             async with asyncio.timeout(self._timeout):
                 if reply:
                     writer.write(reply)
                     await writer.drain()
                 writer.write_eof()
             await _linger(reader)
-        except (ConnectionError, TimeoutError) as error:
+        except OSError as error:
+            # The peer went first: reset, timed out, or already closed when the reply's end
+            # is signalled (write_eof raises ENOTCONN after spamc has read its answer and
+            # gone). Nothing is wrong with the server, and nobody is left to answer.
             log.debug("spamd: connection ended early: %r", error)
         finally:
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
-    async def _exchange(self, reader: asyncio.StreamReader) -> bytes | None:
-        """Read one request and return the reply bytes (None: close without replying)."""
+    async def _exchange(self, reader: asyncio.StreamReader, peer: IPAddress | None) -> bytes | None:
+        """Read one request from ``peer`` and return the reply bytes (None: close without
+        replying)."""
         hold = self._budget.reserve()
         try:
-            head, raw = await self._receive(reader, hold)
+            head, raw = await self._receive(reader, hold, peer)
         except IdleTimeout:
             return self._refuse(_timeout_error(self._idle_timeout))
         except TimeoutError:
@@ -210,18 +219,18 @@ class SpamdServer:
             return self._refuse(error)
 
     async def _receive(
-        self, reader: asyncio.StreamReader, hold: Reservation
+        self, reader: asyncio.StreamReader, hold: Reservation, peer: IPAddress | None
     ) -> tuple[RequestHead, bytes]:
         """The request, read within ``spamd.timeout_seconds``; ``hold`` is released if not."""
         try:
             async with asyncio.timeout(self._timeout):
-                return await self._read_request(reader, hold)
+                return await self._read_request(reader, hold, peer)
         except BaseException:
             hold.release()
             raise
 
     async def _read_request(
-        self, reader: asyncio.StreamReader, hold: Reservation
+        self, reader: asyncio.StreamReader, hold: Reservation, peer: IPAddress | None
     ) -> tuple[RequestHead, bytes]:
         line = parse_request_line(await self._read_line(reader))
         fields: list[bytes] = []
@@ -233,7 +242,7 @@ class SpamdServer:
         head = parse_head(line, fields)
         if not line.has_body:
             return head, b""
-        self._admit(head)
+        self._admit(head, peer)
         return head, await self._read_body(reader, head.content_length, hold)
 
     async def _read_body(
@@ -269,13 +278,18 @@ class SpamdServer:
         except TimeoutError as error:
             raise IdleTimeout from error
 
-    def _admit(self, head: RequestHead) -> None:
-        """Refuse before reading the body: TELL when not enabled, or a body over the cap."""
+    def _admit(self, head: RequestHead, peer: IPAddress | None) -> None:
+        """Refuse before reading the body: TELL when not enabled or from a peer outside
+        ``spamd.tell_from``, or a body over the cap."""
         if head.line.method is Method.TELL:
             if not self._allow_tell:
                 raise SpamdError(
                     ExitCode.UNAVAILABLE,
                     "TELL commands are not enabled, set the --allow-tell switch.",
+                )
+            if not is_within(peer, self._tell_from):
+                raise SpamdError(
+                    ExitCode.NOPERM, f"TELL from {peer} is not allowed (spamd.tell_from)"
                 )
             tell_action(head)
         if head.content_length is not None and head.content_length > self._max_bytes:
@@ -396,7 +410,7 @@ def _timeout_error(seconds: float) -> SpamdError:
 
 async def _linger(reader: asyncio.StreamReader) -> None:
     """Discard what the client still sends until it closes (at most _LINGER_SECONDS)."""
-    with contextlib.suppress(TimeoutError, ConnectionError):
+    with contextlib.suppress(OSError):  # TimeoutError and ConnectionError among them
         async with asyncio.timeout(_LINGER_SECONDS):
             while await reader.read(_CHUNK):
                 pass

@@ -16,11 +16,13 @@ from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
 from app.api.body import read_message
 from app.api.console.markup import notice, page, refused_page
 from app.api.console.session import COOKIE, Keys, Session
+from app.api.dependencies import service_of
 from app.settings import Settings
 
 SECURITY_HEADERS = {
@@ -48,18 +50,38 @@ class Forbidden(Exception):
 
 
 def keys_of(request: Request) -> Keys:
-    """The app's console keys."""
-    keys: Keys = request.app.state.console_keys
+    """The app's console keys, once ``console_keys`` has made them (every route that needs
+    a session has)."""
+    keys: Keys | None = request.app.state.console_keys
+    if keys is None:
+        raise RuntimeError("the console keys are made by console_keys first")
+    return keys
+
+
+async def console_keys(request: Request) -> Keys:
+    """The app's console keys, made on first use from ``console.session_key`` or the secret
+    the database keeps; Forbidden("closed") while no token is configured (the database is
+    not asked then)."""
+    settings: Settings = request.app.state.settings
+    if not (settings.api_tokens or settings.read_tokens):
+        raise Forbidden("closed")
+    keys: Keys | None = request.app.state.console_keys
+    if keys is None:
+        service = await service_of(request)
+        secret = await run_in_threadpool(service.console.session_secret)
+        keys = request.app.state.console_keys = Keys(settings, secret)
     return keys
 
 
 async def console_session(request: Request) -> Session:
-    """The request's session; LoginNeeded without one, Forbidden("closed") without tokens."""
-    keys = keys_of(request)
-    if not keys.configured:
-        raise Forbidden("closed")
+    """The request's session; LoginNeeded without one (or one ended by logging out, in any
+    worker), Forbidden("closed") without tokens."""
+    keys = await console_keys(request)
     session = keys.session(request.cookies.get(COOKIE))
     if session is None:
+        raise LoginNeeded()
+    service = await service_of(request)
+    if await run_in_threadpool(service.console.is_revoked, session.nonce):
         raise LoginNeeded()
     return session
 
@@ -151,7 +173,8 @@ def install(app: FastAPI, settings: Settings) -> None:
         return
     from app.api.console.routes import router
 
-    app.state.console_keys = Keys(settings)
+    configured = settings.console.session_key
+    app.state.console_keys = Keys(settings, configured) if configured else None
     app.state.console_started = time.monotonic()
     app.add_exception_handler(LoginNeeded, on_login_needed)
     app.add_exception_handler(Forbidden, on_forbidden)

@@ -23,6 +23,7 @@ from app.api.console import figures
 from app.api.console.access import (
     Forbidden,
     SessionDep,
+    console_keys,
     csrf_form,
     html,
     keys_of,
@@ -47,6 +48,7 @@ from app.api.dependencies import ServiceDep, SettingsDep
 from app.domain.labels import LABELS
 from app.errors import SpamFilterError
 from app.service import SpamFilter
+from app.service.console_access import client_key
 from app.service.history import EntryFilter
 from app.service.results import Outcome
 
@@ -60,9 +62,7 @@ EntryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 @router.get("/login")
 async def login_form(request: Request) -> Response:
     """The login form, bound to a fresh nonce in a short-lived cookie."""
-    keys = keys_of(request)
-    if not keys.configured:
-        raise Forbidden("closed")
+    keys = await console_keys(request)
     nonce = new_nonce()
     response = html(login_page(keys.csrf(nonce)))
     response.set_cookie(
@@ -78,19 +78,27 @@ async def login_form(request: Request) -> Response:
 
 
 @router.post("/login")
-async def login(request: Request) -> Response:
-    """Check the token; on success open a session and go to the status page."""
-    keys = keys_of(request)
-    if not keys.configured:
-        raise Forbidden("closed")
+async def login(request: Request, service: ServiceDep) -> Response:
+    """Check the token; on success open a session and go to the status page. A client
+    address past its failed logins (``ConsoleGuard.admit_login``) gets 429 and Retry-After,
+    its token unchecked."""
+    keys = await console_keys(request)
     async with received_form(request) as form:
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         if not nonce or not keys.csrf_ok(nonce, form.get("csrf")):
             raise Forbidden("the login form expired; reload it")
         token = form.get("token", "")
+    client = client_key(request.client.host if request.client else None)
+    wait = await run_in_threadpool(service.console.admit_login, client)
+    if wait is not None:
+        told = f"Too many failed logins from your address; try again in {wait:.0f} seconds."
+        refused = html(login_page(keys.csrf(nonce), told), 429)
+        refused.headers["Retry-After"] = f"{wait:.0f}"
+        return refused
     role = keys.role_of(token)
     if role is None:
         return html(login_page(keys.csrf(nonce), "That token is not configured."), 401)
+    await run_in_threadpool(service.console.login_succeeded, client)
     response = RedirectResponse("/ui/", 303)
     open_session(response, keys.issue(token, role), keys.lifetime, _secure(request))
     response.delete_cookie(LOGIN_COOKIE, path="/ui")
@@ -98,10 +106,13 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request, session: SessionDep) -> Response:
-    """End the session."""
+async def logout(request: Request, session: SessionDep, service: ServiceDep) -> Response:
+    """End the session: the cookie is cleared, and the session revoked in the database, so
+    that a copy of the cookie taken before is refused by every worker."""
     async with csrf_form(request, session):
         pass
+    expires_at = datetime.fromtimestamp(session.expires, UTC)
+    await run_in_threadpool(service.console.revoke, session.nonce, expires_at)
     response = RedirectResponse("/ui/login", 303)
     open_session(response, "", 0, _secure(request))
     return response

@@ -2,9 +2,11 @@
 
 The cookie holds ``role.expiry.token-fingerprint.nonce`` and an HMAC-SHA256 over them; no
 token is stored in it, only a keyed fingerprint, checked against the configured tokens on
-every request, so removing a token from the settings ends its sessions. The key is
-``console.session_key``, or else derived from the configured tokens, so that every worker
-process (and every restart) agrees on it without sharing state.
+every request, so removing a token from the settings ends its sessions. The key is made from
+a secret: ``console.session_key``, or else a random one the database keeps
+(``app.service.console_access``), so that every worker process, replica and restart agrees
+on it. Never from the tokens: then one cookie would let its holder test guesses of a token
+offline. A session ended by logging out is refused by its nonce (``access``).
 
 A form's CSRF token is an HMAC of the session's nonce: a page from another site can neither
 read it nor forge it. The login form, before any session exists, is bound the same way to
@@ -51,15 +53,11 @@ class Session:
 class Keys:
     """The signing key and the configured tokens of one app."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, secret: str) -> None:
+        """Keys for the tokens of ``settings``, signing with a key made from ``secret``."""
         self._admin = list(settings.api_tokens)
         self._read = list(settings.read_tokens)
-        configured = settings.console.session_key
-        if configured:
-            self._key = hashlib.sha256(b"spamfilter-console-key\0" + configured.encode()).digest()
-        else:
-            joined = "\0".join([*sorted(self._admin), "--", *sorted(self._read)])
-            self._key = hashlib.sha256(b"spamfilter-console-derived\0" + joined.encode()).digest()
+        self._key = hashlib.sha256(b"spamfilter-console-key\0" + _bytes(secret)).digest()
         self._lifetime = int(settings.console.session_hours * 3600)
 
     @property

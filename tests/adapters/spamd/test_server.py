@@ -145,6 +145,31 @@ def test_tell_is_refused_before_its_body(sqlite_spamd: SpamdFactory) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_tell_from_a_peer_outside_tell_from_is_refused_before_its_body(
+    sqlite_spamd: SpamdFactory,
+) -> None:
+    """TELL trains the model and spamc sends no credentials: only the peers of
+    ``spamd.tell_from`` may send it, even with TELL enabled. Checks stay open."""
+    spamd = sqlite_spamd(allow_tell=True, tell_from=["192.0.2.0/24", "2001:db8::/32"])
+    head = b"TELL SPAMC/1.5\r\nMessage-class: spam\r\nSet: local\r\nContent-length: 999\r\n\r\n"
+    assert exchange(spamd.port, head, half_close=False) == (
+        b"SPAMD/1.0 77 Permission denied: TELL from 127.0.0.1 is not allowed (spamd.tell_from)\r\n"
+    )
+    told = b"TELL SPAMC/1.5\r\nMessage-class: spam\r\nSet: local\r\n"
+    request = told + b"Content-length: %d\r\n\r\n" % len(MESSAGE) + MESSAGE
+    assert exchange(spamd.port, request).startswith(b"SPAMD/1.0 77 ")
+    assert spamd.service.stats().labels["spam"].messages == 0
+    assert exchange(spamd.port, check()).startswith(b"SPAMD/1.1 0 EX_OK\r\n")
+
+
+def test_tell_from_a_listed_address_is_learned(sqlite_spamd: SpamdFactory) -> None:
+    spamd = sqlite_spamd(allow_tell=True, tell_from=["192.0.2.0/24", "127.0.0.1"])
+    told = b"TELL SPAMC/1.5\r\nMessage-class: spam\r\nSet: local\r\n"
+    request = told + b"Content-length: %d\r\n\r\n" % len(MESSAGE) + MESSAGE
+    assert exchange(spamd.port, request).startswith(b"SPAMD/1.1 0 EX_OK\r\nDidSet: local")
+    assert spamd.service.stats().labels["spam"].messages == 1
+
+
 def test_tell_contradictions(sqlite_spamd: SpamdFactory) -> None:
     spamd = sqlite_spamd(allow_tell=True)
     fields = b"Message-class: spam\r\nSet: local\r\nRemove: local\r\n"
