@@ -11,6 +11,7 @@ from app.service import SpamFilter
 from app.service.events import Observer
 from app.settings import Settings
 from app.storage.engine import make_engine
+from app.storage.sqlite_file import require_writable
 from app.storage.store import Store
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ def build_service(
     if migrate:
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
 
+        require_writable(engine)
         upgrade(engine)
     chosen = observers(settings, adapter, registry)
     recorder = None
@@ -132,6 +134,7 @@ def migrate_database(settings: Settings) -> str:
 
     engine = make_engine(settings.database_url)
     try:
+        require_writable(engine)  # names the file that stops it, and the fix
         upgrade(engine)
         return head_revision()
     finally:

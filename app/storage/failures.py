@@ -15,7 +15,7 @@ import sqlite3
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from app.errors import StorageConflict, StorageUnavailable
+from app.errors import StorageConflict, StorageUnavailable, StorageWritesFailing
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,18 @@ _SQLITE_FILE_FAULTS = {
     26,  # SQLITE_NOTADB
 }
 
+# Faults of writing while reading goes on: SQLite's READONLY, IOERR (EFBIG past a file-size
+# limit is IOERR_WRITE) and FULL; PostgreSQL's SQLSTATEs for the same, named for the operator.
+_SQLITE_WRITE_FAULTS = {8, 10, 13}
+_WRITE_SQLSTATES = {
+    "25006": "the database is read-only",  # read_only_sql_transaction
+    "42501": "permission denied",  # insufficient_privilege (a revoked GRANT)
+    "53100": "disk full",
+    "58030": "I/O error",
+}
+# Pooled connections keep the read-only default they were opened with, as SQLite's do.
+_RENEW_SQLSTATES = {"25006"}
+
 
 def translate(error: DBAPIError) -> StorageConflict | StorageUnavailable:
     """Map a driver error to the service's error hierarchy, with a text safe to show anyone."""
@@ -47,10 +59,27 @@ def translate(error: DBAPIError) -> StorageConflict | StorageUnavailable:
     return StorageUnavailable(_summary(error))
 
 
-def is_file_fault(error: DBAPIError) -> bool:
-    """True for a SQLite error that a fresh connection may cure (read-only, file gone)."""
+def write_failure(error: DBAPIError) -> StorageWritesFailing | None:
+    """For a write that failed as read-only, disk full or without the privilege (reading
+    goes on): ``writes failing: <why>``, safe to show anyone; else None."""
+    if not _is_write_fault(error):
+        return None
+    return StorageWritesFailing(f"writes failing: {_summary(error)}")
+
+
+def _is_write_fault(error: DBAPIError) -> bool:
     code = getattr(error.orig, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in _SQLITE_FILE_FAULTS
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_WRITE_FAULTS
+    return getattr(error.orig, "sqlstate", None) in _WRITE_SQLSTATES
+
+
+def is_file_fault(error: DBAPIError) -> bool:
+    """True for an error that a fresh connection may cure (read-only, file gone)."""
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_FILE_FAULTS
+    return getattr(error.orig, "sqlstate", None) in _RENEW_SQLSTATES
 
 
 def _summary(error: DBAPIError) -> str:
@@ -59,6 +88,8 @@ def _summary(error: DBAPIError) -> str:
         return _one_line(orig)
     kind = type(orig).__name__
     sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate in _WRITE_SQLSTATES:
+        return f"{_WRITE_SQLSTATES[sqlstate]} (SQLSTATE {sqlstate})"
     if sqlstate:
         return f"database error {kind} (SQLSTATE {sqlstate})"
     if isinstance(error, OperationalError):
