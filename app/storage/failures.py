@@ -5,7 +5,8 @@ so it never carries what the driver said about the connection: psycopg's message
 server's host and port (``connection to server at "10.0.0.5", port 5432 failed``). They keep
 the kind of failure (the driver's exception class and SQLSTATE) and the full text goes to the
 log, at WARNING, for the operator. SQLite's own messages ("attempt to write a readonly
-database", "database is locked") name no file, host or user and are kept as they are.
+database", "database is locked") name no file, host or user and are kept as they are (so
+the log has them at DEBUG only: each edge reports the error itself).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ _SQLITE_FILE_FAULTS = {
     14,  # SQLITE_CANTOPEN
     26,  # SQLITE_NOTADB
 }
+# ...but not a write the disk refused (full, past a file-size limit): the connections are
+# sound, and the last one closed gives up the -shm that a new one could not size on that
+# disk ("disk I/O error", SQLITE_IOERR_SHMSIZE): reads would fail too.
+_SQLITE_IOERR_WRITE = 778
 
 # Faults of writing while reading goes on: SQLite's READONLY, IOERR (EFBIG past a file-size
 # limit is IOERR_WRITE) and FULL; PostgreSQL's SQLSTATEs for the same, named for the operator.
@@ -55,8 +60,14 @@ def translate(error: DBAPIError) -> StorageConflict | StorageUnavailable:
         # The service retries these; only the last one reaches a caller.
         log.info("database conflict, retried: %s", _one_line(orig))
         return StorageConflict(f"{_RETRYABLE_SQLSTATES[sqlstate]} (SQLSTATE {sqlstate})")
-    log.warning("database unavailable: %s", _one_line(orig))
-    return StorageUnavailable(_summary(error))
+    summary = _summary(error)
+    # Only what the error's own text hides is worth a line of its own: SQLite's is kept whole
+    # (a failing bulk learn printed each failure twice).
+    hidden = _one_line(orig) != summary
+    log.log(
+        logging.WARNING if hidden else logging.DEBUG, "database unavailable: %s", _one_line(orig)
+    )
+    return StorageUnavailable(summary)
 
 
 def write_failure(error: DBAPIError) -> StorageWritesFailing | None:
@@ -78,7 +89,7 @@ def is_file_fault(error: DBAPIError) -> bool:
     """True for an error that a fresh connection may cure (read-only, file gone)."""
     code = getattr(error.orig, "sqlite_errorcode", None)
     if isinstance(code, int):
-        return code & 0xFF in _SQLITE_FILE_FAULTS
+        return code & 0xFF in _SQLITE_FILE_FAULTS and code != _SQLITE_IOERR_WRITE
     return getattr(error.orig, "sqlstate", None) in _RENEW_SQLSTATES
 
 
