@@ -193,6 +193,24 @@ def require_writable(engine: Engine) -> None:
         raise StorageUnavailable(problem.advice())
 
 
+def exposure(engine: Engine) -> str | None:
+    """A warning when the SQLite file exists and its group or others may read it (None when
+    only its owner may, and for PostgreSQL). Not a refusal: a site may mean it (a backup
+    user in the group), as it may not (a file made under umask 022 by an older release)."""
+    file = database_file(engine)
+    try:
+        mode = stat.S_IMODE(os.stat(file.path).st_mode) if file is not None else 0
+    except OSError:
+        return None
+    if file is None or not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return None
+    return (
+        f"the database file {file.path} is readable by others than its owner (mode "
+        f"{mode:04o}), though it holds every sender, subject and user name learned or judged: "
+        f"'chmod 600 {file.path}' unless that is meant (its -wal and -shm follow its mode)"
+    )
+
+
 def database_file(engine: Engine) -> DatabaseFile | None:
     """The file of a SQLite engine (None for PostgreSQL and in-memory databases)."""
     database = engine.url.database
