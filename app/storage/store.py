@@ -151,10 +151,6 @@ class Store:
             return error
         return None
 
-    def write_fault(self) -> str | None:
-        """Why the last write failed as read-only or disk full (None: it worked)."""
-        return self._write_fault
-
     def backup(self, destination: Path, overwrite: bool = False) -> int:
         """Copy a live SQLite database to ``destination`` (see ``backup.copy_sqlite``);
         TransferRefused on PostgreSQL or over an existing file; returns the copy's size."""
