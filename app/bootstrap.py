@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -11,11 +12,13 @@ from app.service import SpamFilter
 from app.service.events import Observer
 from app.settings import Settings
 from app.storage.engine import make_engine
+from app.storage.sqlite_file import exposure, require_writable
 from app.storage.store import Store
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+log = logging.getLogger(__name__)
 
 DAEMONS = frozenset({"http", "spamd", "milter"})
 
@@ -38,6 +41,7 @@ def build_service(
     if migrate:
         from app.storage.migrate import upgrade  # Alembic: only when migrating (~0.14 s)
 
+        require_writable(engine)
         upgrade(engine)
     chosen = observers(settings, adapter, registry)
     recorder = None
@@ -132,6 +136,10 @@ def migrate_database(settings: Settings) -> str:
 
     engine = make_engine(settings.database_url)
     try:
+        require_writable(engine)  # names the file that stops it, and the fix
+        warning = exposure(engine)
+        if warning is not None:
+            log.warning("%s", warning)
         upgrade(engine)
         return head_revision()
     finally:

@@ -31,6 +31,12 @@ class StorageUnavailable(SpamFilterError):
     code = "storage_unavailable"
 
 
+class StorageWritesFailing(StorageUnavailable):
+    """Reads work but writes fail: the database, or a file of it, is read-only, the disk is
+    full, a privilege was revoked. Its text is the service's own (``read-only: ...`` or
+    ``writes failing: ...``), naming no host, user or folder, so any client may read it."""
+
+
 class Overloaded(SpamFilterError):
     """Too much is in flight (message bytes held in memory, connections); retry later."""
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +40,14 @@ def spamfilter_serve(folder: Path, settings: dict[str, str], workers: int = 1) -
 
 
 @contextmanager
-def served(folder: Path, settings: dict[str, str], workers: int = 1) -> Iterator[Served]:
-    """As ``spamfilter_serve``, yielding the process and log too."""
+def served(
+    folder: Path,
+    settings: dict[str, str],
+    workers: int = 1,
+    preexec: Callable[[], None] | None = None,
+) -> Iterator[Served]:
+    """As ``spamfilter_serve``, yielding the process and log too; ``preexec`` runs in the
+    child before it starts (to ignore a signal, say)."""
     env = without_settings(settings)
     for _attempt in range(3):
         port = free_port()
@@ -50,7 +56,7 @@ def served(folder: Path, settings: dict[str, str], workers: int = 1) -> Iterator
             process = subprocess.Popen(
                 [sys.executable, "-c", "from app.cli import main; main()", "serve",
                  "--port", str(port), "--workers", str(workers), "--log-level", "warning"],
-                env=env, stderr=errors, stdout=subprocess.DEVNULL,
+                env=env, stderr=errors, stdout=subprocess.DEVNULL, preexec_fn=preexec,
             )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         try:

@@ -31,6 +31,7 @@ from app.errors import (
     SpamFilterError,
     StorageConflict,
     StorageUnavailable,
+    StorageWritesFailing,
     UnknownUser,
 )
 
@@ -80,7 +81,8 @@ STATUS: Mapping[type[SpamFilterError], int] = {
 }
 
 # The detail of each server-side failure, whatever its text said (see the module docstring).
-# Overloaded is not here: its text is ours, made of the budget's size alone.
+# Overloaded and StorageWritesFailing are not here: their text is ours (the budget's size; a
+# file's name, SQLite's own words or a SQLSTATE), and tells the client what is wrong.
 PUBLIC_DETAIL: Mapping[type[SpamFilterError], str] = {
     StorageUnavailable: "the database is unavailable; retry shortly",
     StorageConflict: "the database is busy; retry shortly",
@@ -199,7 +201,7 @@ def status_of(error: SpamFilterError) -> int:
 def public_detail(error: SpamFilterError) -> str:
     """What a client may read of ``error``: its own text for a client error (4xx) or an
     overload, a fixed sentence for any other server-side failure."""
-    if status_of(error) < 500 or isinstance(error, Overloaded):
+    if status_of(error) < 500 or isinstance(error, Overloaded | StorageWritesFailing):
         return str(error) or error.code
     for cls in type(error).__mro__:
         if cls in PUBLIC_DETAIL:

@@ -33,7 +33,6 @@ from app.api.schemas import (
     errors,
 )
 from app.domain.labels import LABELS
-from app.errors import StorageUnavailable
 from app.service import Classification, MailReport, Stats
 from app.service.accounts import stats_document
 
@@ -181,11 +180,13 @@ async def healthz() -> HealthResponse:
     },
 )
 async def readyz(service: ServiceDep) -> HealthResponse:
-    """200 when the database answers, its schema is at the newest revision and (SQLite) its
-    file is the one in use and writable; else 503 (the reason is logged)."""
-    reason = await run_in_threadpool(service.readiness)
-    if reason is not None:
-        raise StorageUnavailable(reason)
+    """200 when the database answers, its schema is at the newest revision, (SQLite) its
+    file is the one in use and writable, and writes work; else 503. While reads work but
+    writes fail the detail says so (`read-only: spamfilter.db-shm cannot be written (mode
+    0444, ...)`, `writes failing: database or disk is full`); any other reason is logged."""
+    failure = await run_in_threadpool(service.unready)
+    if failure is not None:
+        raise failure
     return HealthResponse(status="ready")
 
 

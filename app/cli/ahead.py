@@ -9,7 +9,8 @@ exactly as it would have.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
+from contextlib import closing
 
 from app.cli.bulk import Loaded, Loader, load
 from app.cli.mailboxes import Found
@@ -32,12 +33,13 @@ def ahead(settings: Settings, processes: int) -> Loader:
     if processes < 1:
         return load
 
-    def loader(found: Sequence[Found]) -> Iterator[Loaded]:
+    def loader(found: Sequence[Found]) -> Generator[Loaded, None, None]:
         from app.service.read_ahead import read_ahead
 
         entries = ((entry, _raw(entry)) for entry in load(found))
-        for entry, analysed in read_ahead(settings, entries, processes, legacy=True):
-            yield entry if analysed is None else dataclasses.replace(entry, content=analysed)
+        with closing(read_ahead(settings, entries, processes, legacy=True)) as reading:
+            for entry, analysed in reading:
+                yield entry if analysed is None else dataclasses.replace(entry, content=analysed)
 
     return loader
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,10 +71,10 @@ class Loaded:
     problem: str | None = None
 
 
-Loader = Callable[[Sequence[Found]], Iterator[Loaded]]
+Loader = Callable[[Sequence[Found]], Generator[Loaded, None, None]]
 
 
-def load(found: Iterable[Found]) -> Iterator[Loaded]:
+def load(found: Iterable[Found]) -> Generator[Loaded, None, None]:
     """Each message read when its turn comes.
 
     Anything reading raises is caught on purpose (see ``attempt``): a message that cannot
@@ -272,12 +273,15 @@ def run_task(
     """
     counts: Counter[str] = Counter()
     started = time.perf_counter()
+    # Closed here when the run stops early: a loader reading ahead in other processes ends
+    # them now, not at interpreter exit, where that printed a traceback.
+    entries = loader(found)
     try:
-        with progress_bar(len(found), task.description, task.show_bar) as bar:
+        with progress_bar(len(found), task.description, task.show_bar) as bar, closing(entries):
             if isinstance(work, Batches):
-                apply_batches(loader(found), bar, work, counts, on_error)
+                apply_batches(entries, bar, work, counts, on_error)
             else:
-                apply(loader(found), bar, work, counts, on_error)
+                apply(entries, bar, work, counts, on_error)
     except RUN_ERRORS:
         seconds = time.perf_counter() - started
         task.report(summary(counts, task.names, seconds, len(found)), counts, failed=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from app.domain.labels import LABELS
+from app.errors import StorageUnavailable
 from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.console_access import ConsoleGuard
 from app.service.events import Observer
@@ -85,6 +86,11 @@ class SpamFilter:
     def readiness(self) -> str | None:
         """None when ready (see ``is_ready``), else why not, in one line safe to show."""
         return self._store.readiness()
+
+    def unready(self) -> StorageUnavailable | None:
+        """None when ready, else the error saying why: StorageWritesFailing when reads work
+        but writes do not (read-only, disk full), with a text any client may read."""
+        return self._store.unready()
 
     def close(self) -> None:
         """Let the observers finish (the console's recorder flushes), then release every

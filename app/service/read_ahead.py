@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from itertools import chain, islice
 from typing import TypeVar
@@ -45,7 +45,7 @@ def read_ahead(
     processes: int,
     legacy: bool = False,
     form: Form = "rfc822",
-) -> Iterator[tuple[K, Analysed | None]]:
+) -> Generator[tuple[K, Analysed | None], None, None]:
     """Each entry's key with its bytes read (``Reader.analyse``) in ``processes`` other
     processes, in the order given; None for an entry without bytes and for one whose
     reading failed there (the caller reads it again itself, to meet the error where it

@@ -40,9 +40,9 @@ field names the record::
 Order is fixed, so two exports of equal data are byte-identical: the site-wide model first,
 then users by name (code-point order); per model ``total`` records in ``labels`` order, then
 ``hamscore`` records by ascending bin, ``token`` records by ascending id, then ``learned``
-records by ascending digest. A reader
-refuses anything else, and a file without its ``end`` record (or whose counts disagree) is
-truncated. This module is pure: lines in, records out, and the reverse.
+records by ascending digest. A reader refuses anything else, and a file without its ``end``
+record (or whose counts disagree) is truncated. Within a model the counts must agree with
+its totals (``transfer_sums``). This module is pure: lines in, records out, and the reverse.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from app.domain.cutoff import BINS
 from app.domain.labels import LABELS
 from app.domain.users import USER_MARK, InvalidUserName, normalise_user
 from app.errors import InvalidDataFile, TransferRefused
+from app.service.transfer_sums import ModelSums
 from app.storage.codec import decode_bag, decode_wide, encode_bag, encode_wide
 
 MAGIC = "spamfilter-export"
@@ -253,6 +254,7 @@ class _Reader:
         self._last_bin: int | None = None
         self._version = VERSION
         self._stage = 0  # 0 totals, 1 ham scores, 2 tokens, 3 learned (in the current scope)
+        self._model = ModelSums()
 
     def read(self, number: int, fields: list[str]) -> Record | None:
         kind, values = fields[0], fields[1:]
@@ -324,6 +326,7 @@ class _Reader:
         self._totals.clear()
         self._last_token = self._last_digest = self._last_bin = None
         self._stage = 0
+        self._model = ModelSums()
         return Scope(user)
 
     def _total(self, number: int, values: list[str]) -> Total:
@@ -334,7 +337,9 @@ class _Reader:
         self._totals.add(label)
         messages, occurrences, token_messages = (_count(number, v) for v in values[1:])
         self.counts.totals += 1
-        return Total(label, messages, occurrences, token_messages)
+        total = Total(label, messages, occurrences, token_messages)
+        self._model.add_total(number, label, messages, occurrences, token_messages)
+        return total
 
     def _ham_score(self, number: int, values: list[str]) -> HamScore:
         _arity(number, "hamscore", values, 2)
@@ -358,6 +363,7 @@ class _Reader:
         numbers = [_count(number, v) for v in values[1:-1]]
         seen_day = _integer(number, values[-1], 0, _MAX_DAY, "a day number")
         counts = {label: (numbers[2 * k], numbers[2 * k + 1]) for k, label in enumerate(labels)}
+        self._model.add_token(number, token_id, counts)
         self.counts.tokens += 1
         return Token(token_id, counts, seen_day)
 
@@ -395,6 +401,7 @@ class _Reader:
             or any(a[0] >= b[0] for a, b in pairwise(ids))
         ):
             raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
+        self._model.add_learned(number, label)
         self.counts.learned += 1
         return Learned(digest, label, learned_at, encode_bag(dict(ids)), len(ids), ham_bin)
 

@@ -4,7 +4,7 @@ The copy is read through a connection of the running engine inside one read tran
 it is the committed state at one moment, WAL contents included, while other connections and
 processes go on writing (in WAL mode a reader never blocks a writer). It is written to a
 temporary file beside the destination and renamed into place when complete, so the path never
-names a half-written database.
+names a half-written database. The copy is readable by its owner only (0600).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from app.errors import StorageUnavailable, TransferRefused
+from app.storage.engine import PRIVATE_FILE
 
 PG_DUMP_HINT = (
     "backup copies SQLite databases only; back up PostgreSQL with "
@@ -35,6 +36,12 @@ def copy_sqlite(engine: Engine, destination: Path, overwrite: bool = False) -> i
         raise TransferRefused(f"{destination} exists; pass --force to overwrite it")
     partial = destination.with_name(f".{destination.name}.partial")
     partial.unlink(missing_ok=True)
+    # Created here, empty, so that it is its owner's only from the start (SQLite would make
+    # it 0644 under umask 022); an empty file is an empty database to SQLite.
+    try:
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except OSError as error:
+        raise StorageUnavailable(f"backup failed: {error.strerror or error}") from error
     raw = engine.raw_connection()
     try:
         source = raw.driver_connection

@@ -7,6 +7,7 @@ driver that is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -27,6 +28,11 @@ _SUPPORTED = {"sqlite": ("", "pysqlite"), "postgresql": ("psycopg",)}
 _FIRST_PAUSE = 0.0001
 _LONGEST_PAUSE = 0.002
 _SQLITE_BUSY = 5  # sqlite3.SQLITE_BUSY; extended codes (BUSY_SNAPSHOT, ...) share its low byte
+# Files and folders this project creates hold every sender, subject and user name learned or
+# judged: their owner's only, whatever the umask (SQLite alone would make 0644 under 022).
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
+_NEW_FILE = "spamfilter_new_file"  # connection record info: SQLite creates the file now
 
 
 def normalise_url(url: str) -> str:
@@ -75,21 +81,30 @@ def parse_url(url: str) -> URL:
 
 def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
     database = parsed.database
+    created: str | None = None  # the file, made private when a connection creates it
     if database and database != ":memory:" and not database.startswith("file:"):
         # One absolute path, fixed now: the folder created, the file checked (sqlite_file.py)
         # and the file SQLite opens are the same whatever the working folder becomes later.
         path = Path(os.path.abspath(Path(database).expanduser()))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(path.parent)
         except OSError as error:
             raise StorageUnavailable(
                 f"cannot create the database folder {path.parent}: {error.strerror or error}"
             ) from error
         parsed = parsed.set(database=str(path))
+        created = str(path)
     engine = create_engine(parsed, connect_args={"timeout": busy_timeout_ms / 1000})
 
+    @event.listens_for(engine, "do_connect")
+    def _note_new_file(_dialect: Any, record: Any, _cargs: Any, _cparams: Any) -> None:
+        if created is not None and not os.path.exists(created):
+            record.info[_NEW_FILE] = True
+
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
+    def _connect(dbapi_connection: Any, record: Any) -> None:
+        if created is not None and record.info.pop(_NEW_FILE, False):
+            make_private(created)  # before WAL mode: SQLite gives -wal and -shm its mode
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -105,6 +120,22 @@ def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
             conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create ``folder`` and each missing parent readable by their owner only (0700)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        new.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
+
+
+def make_private(path: str | Path) -> None:
+    """Make the file at ``path``, just created by this process, its owner's only (0600)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, PRIVATE_FILE)
 
 
 def begin_immediate(

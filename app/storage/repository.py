@@ -124,6 +124,11 @@ class Transaction:
             return None
         return None if row is None else str(row[0])
 
+    def touch(self) -> None:
+        """Write without changing anything (the schema revision, to itself): whether writes
+        work at all."""
+        self._conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+
     def counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
         """Per-label counts for the given token ids, in token id order (ids never learned,
         and labels a token has no count in, are absent)."""

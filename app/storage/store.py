@@ -7,6 +7,7 @@ the queries are in ``repository.py``, the dialect-specific parts in ``dialect.py
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,9 +16,9 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.errors import ConfigurationError, StorageUnavailable
+from app.errors import ConfigurationError, StorageUnavailable, StorageWritesFailing
 from app.storage.count_cache import CountCache
-from app.storage.failures import is_file_fault, translate
+from app.storage.failures import is_file_fault, translate, write_failure
 from app.storage.repository import LabelStats, LearnedRecord, ModelTotals, Transaction
 from app.storage.rows import TokenStats
 from app.storage.sqlite_file import database_file
@@ -32,6 +33,8 @@ __all__ = [
     "TokenStats",
     "Transaction",
 ]
+
+log = logging.getLogger(__name__)
 
 # Token entries a process holds by default (see ``count_cache.py``): about 200 bytes each.
 CACHE_TOKENS = 200_000
@@ -55,6 +58,9 @@ class Store:
         self._cache = CountCache(cache_tokens)
         self._file = database_file(engine)
         self._readonly = False
+        # Why the last write failed while reads went on (None once a write has worked):
+        # readiness says so until a write, or its own probe, succeeds.
+        self._write_fault: str | None = None
         self._file_lock = threading.Lock()
         # Bumped whenever the pool is renewed: a connection checked out before that is closed
         # when its transaction ends, never returned for another one.
@@ -78,7 +84,7 @@ class Store:
         file at the path is the one the connection wrote to both before and after it.
         """
         if write:
-            self._check_file()
+            self._check_file_recorded()
         generation = self._generation
         try:
             with self._engine.connect() as conn:
@@ -94,9 +100,15 @@ class Store:
         except DBAPIError as error:
             if is_file_fault(error):
                 self._renew_pool()
-            raise translate(error) from error
+            failed = write_failure(error) if write else None
+            if failed is None:
+                raise translate(error) from error
+            translate(error)  # logged for the operator
+            self._write_fault = str(failed)
+            raise failed from error
         if write:
             self._check_committed()
+            self._write_fault = None
         tx.install(updates)
 
     def schema_revision(self) -> str | None:
@@ -116,14 +128,27 @@ class Store:
         return self.schema_revision() == SCHEMA_REVISION
 
     def readiness(self) -> str | None:
-        """None when the database answers, is at the newest revision and (SQLite) its file is
-        in place and writable; else why not, in one line safe to show a client."""
+        """None when ready (see ``unready``), else why not, in one line safe to show."""
+        failure = self.unready()
+        return None if failure is None else str(failure)
+
+    def unready(self) -> StorageUnavailable | None:
+        """None when the database answers, is at the newest revision, (SQLite) its file is in
+        place and writable, and writes work; else the error that says why, its text safe to
+        show a client (StorageWritesFailing: ``read-only: ...``, ``writes failing: ...``).
+
+        After a write failed as read-only or disk full, each call writes once (the schema
+        revision, unchanged) to learn whether the cause is gone: a server taken out of
+        rotation gets no other write to tell it."""
         try:
-            self._check_file()
+            self._check_file_recorded()
             if not self.is_migrated():
-                return NOT_MIGRATED
+                return StorageUnavailable(NOT_MIGRATED)
+            if self._write_fault is not None:
+                with self.transaction(write=True) as tx:
+                    tx.touch()
         except StorageUnavailable as error:
-            return str(error)
+            return error
         return None
 
     def backup(self, destination: Path, overwrite: bool = False) -> int:
@@ -153,6 +178,14 @@ class Store:
         self._cache.forget()  # the file may be another one now
         self._engine.dispose()
 
+    def _check_file_recorded(self) -> None:
+        """``_check_file``, remembering a read-only file as the reason writes fail."""
+        try:
+            self._check_file()
+        except StorageWritesFailing as error:
+            self._write_fault = str(error)
+            raise
+
     def _check_file(self) -> None:
         """Raise StorageUnavailable unless the SQLite file is the known one, and writable.
 
@@ -175,12 +208,14 @@ class Store:
                 self._renew_pool()
                 file.known = None  # the next call adopts the file now at the path
                 raise StorageUnavailable("the database file was replaced while in use; retry")
-            if not file.writable():
+            problem = file.write_problem()
+            if problem is not None:
                 if not self._readonly:
                     self._readonly = True
                     self._renew_pool()
-                raise StorageUnavailable("the database file or its folder is read-only")
-            if self._readonly:
+                    log.warning("database writes refused: %s", problem.advice())
+                raise StorageWritesFailing(problem.reason())
+            if self._readonly or file.healed():
                 # Connections opened while the file was read-only stay read-only: start afresh.
                 self._readonly = False
                 self._renew_pool()

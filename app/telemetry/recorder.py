@@ -16,6 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from app.errors import SpamFilterError
 from app.service.events import Event
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,8 @@ class Recorder:
 
     def flush(self) -> int:
         """Write what waits now; returns how many events were handed over. A failed write is
-        logged and its events are lost (the buffer stays bounded)."""
+        logged and its events are lost (the buffer stays bounded): in one line when the
+        service refused it (a full disk, a read-only database), with a traceback for a bug."""
         with self._flushing:
             with self._lock:
                 events = list(self._buffer)
@@ -71,6 +73,8 @@ class Recorder:
                 return 0
             try:
                 self._sink(events)
+            except SpamFilterError as error:
+                log.warning("could not record %d events for the console: %s", len(events), error)
             except Exception:
                 log.exception("could not record %d events for the console", len(events))
             return len(events)

@@ -132,6 +132,7 @@ def test_readyz_in_an_outage_never_shows_its_host_port_or_password(
     # Readiness is asked either way the route may ask it: a failed check or a reason.
     monkeypatch.setattr(api.service, "is_ready", _raise(StorageUnavailable(OUTAGE)))
     monkeypatch.setattr(api.service, "readiness", lambda: OUTAGE, raising=False)
+    monkeypatch.setattr(api.service, "unready", lambda: StorageUnavailable(OUTAGE), raising=False)
     with caplog.at_level(logging.WARNING, logger="app.api"):
         reply = api.client.get("/readyz")
     assert reply.status_code == 503

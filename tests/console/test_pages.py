@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
 
 from tests.api.samples import SPAMMY
 from tests.console.conftest import Console, MakeConsole, csrf_of
+from tests.storage.faults import immutable
 
 
 def scan(console: Console, raw: bytes, action: str = "classify") -> str:
@@ -212,3 +217,17 @@ def test_history_pages_through_older_entries(console: Console) -> None:
     assert older
     second = console.client.get(older.group(1).replace("&amp;", "&")).text
     assert "message 4<" in second and "message 0<" in second and "message 5<" not in second
+
+
+def test_the_status_page_says_why_writes_fail(console: Console, database_backend: str) -> None:
+    """A database file read-only under the running service (chattr +i stands for chmod a-w,
+    which binds no root; see tests/storage/faults.py): the status says so, naming it."""
+    if database_backend != "sqlite":
+        pytest.skip("a file fault (PostgreSQL's are in tests/service/test_postgres_write_faults)")
+    console.train()
+    console.login()
+    path = Path(str(make_url(console.settings.database_url).database))
+    with immutable(path):
+        page = console.client.get("/ui/").text
+    assert f"not ready: read-only: {path.name} cannot be written (mode 0" in page
+    assert "not ready" not in console.client.get("/ui/").text

@@ -9,6 +9,7 @@ recovers without a restart once the file is back, migrated and writable.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections.abc import Callable, Iterator
@@ -22,9 +23,16 @@ from app.bootstrap import build_service, migrate_database
 from app.errors import StorageUnavailable
 from app.service import Outcome, SpamFilter
 from app.settings import Settings
+from tests.adapters.peers import require_root
 from tests.builders import ham_message, spam_message
 from tests.environment import drop_settings
-from tests.storage.faults import immutable, remove_database
+from tests.storage.faults import (
+    UNPRIVILEGED,
+    as_unprivileged,
+    immutable,
+    remove_database,
+    unprivileged_folder,
+)
 
 Message = Callable[[int], bytes]
 
@@ -223,3 +231,99 @@ def test_http_answers_503_while_the_file_is_gone_and_recovers(
         again = client.post("/v1/feedback", params={"label": "ham"}, content=message(2))
         assert again.status_code == 200
         assert again.json()["outcome"] == "learned"
+
+
+def _modes(path: Path) -> dict[str, str]:
+    """The mode of the database file and of its -wal and -shm that exist."""
+    found = {}
+    for suffix in ("", "-wal", "-shm"):
+        name = path.with_name(path.name + suffix)
+        if name.exists():
+            found[suffix or "db"] = f"{name.stat().st_mode & 0o777:04o}"
+    return found
+
+
+def _chmod_444_for_a_moment(path: Path) -> dict[str, object]:
+    """Issue 30, row 1, as the service user: the file read-only for a moment, a classify
+    meanwhile (SQLite makes -wal and -shm 0444), then writable again."""
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{path}")
+    seen: dict[str, object] = {}
+    service = build_service(settings, migrate=False)
+    try:
+        service.learn(message(1), "spam")
+        os.chmod(path, 0o444)
+        try:
+            service.learn(message(2), "ham")
+        except StorageUnavailable as error:
+            seen["refused"] = str(error)
+        seen["unready"] = service.readiness()
+        service.classify(message(1))  # a reader, on a fresh connection
+        seen["while"] = _modes(path)
+        os.chmod(path, 0o644)
+        seen["healed"] = service.learn(message(2), "ham").outcome.value
+        seen["ready"] = service.readiness()
+        seen["after"] = _modes(path)
+        os.chmod(path, 0o444)
+        with contextlib.suppress(StorageUnavailable):
+            service.learn(message(3), "ham")
+        service.classify(message(1))  # leaves 0444 -shm and -wal again, held open
+        os.chmod(path, 0o644)
+        restarted = build_service(settings, migrate=False, adapter="spamd")  # a restart
+        seen["restarted"] = restarted.learn(message(3), "ham").outcome.value
+        restarted.close()
+    finally:
+        service.close()
+    return seen
+
+
+def test_a_shm_left_read_only_by_a_reader_heals_without_a_restart(
+    service: SpamFilter, settings: Settings, path: Path
+) -> None:
+    """Runs as an unprivileged user (mode bits bind it): a 0444 -shm and -wal left by a
+    reader while the file was read-only are given the file's mode again once it is writable,
+    so writes resume, in the running service and after a restart."""
+    require_root("dropping to another user")
+    service.learn(message(9), "spam")  # every module the scenario needs, imported now
+    service.classify(message(9))
+    build_service(settings, migrate=False, adapter="spamd").close()
+    with unprivileged_folder() as folder:
+        copy = folder / "spamfilter.db"
+        migrate_database(settings.model_copy(update={"database_url": f"sqlite:///{copy}"}))
+        os.chown(copy, UNPRIVILEGED, UNPRIVILEGED)
+        seen = as_unprivileged(lambda: _chmod_444_for_a_moment(copy))
+    assert isinstance(seen, dict)
+    assert seen["refused"] == seen["unready"]
+    assert str(seen["refused"]).startswith("read-only: spamfilter.db cannot be written (mode 0444")
+    assert seen["while"] == {"db": "0444", "-wal": "0444", "-shm": "0444"}
+    assert seen["healed"] == "learned"
+    assert seen["ready"] is None
+    assert seen["after"] == {"db": "0644", "-wal": "0644", "-shm": "0644"}
+    assert seen["restarted"] == "learned"
+
+
+def test_a_start_that_cannot_write_names_the_file_and_the_fix(settings: Settings) -> None:
+    """A -shm another user left read-only (it cannot be given back its mode): start-up ends
+    with one line naming that file and the fix, not SQLite's "readonly database"."""
+    require_root("files of another user")
+    build_service(settings, migrate=False, adapter="spamd").close()  # imports, before forking
+    with unprivileged_folder() as folder:
+        copy = folder / "spamfilter.db"
+        moved = settings.model_copy(update={"database_url": f"sqlite:///{copy}"})
+        migrate_database(moved)
+        os.chown(copy, UNPRIVILEGED, UNPRIVILEGED)
+        shm = copy.with_name("spamfilter.db-shm")
+        shm.write_bytes(b"")
+        shm.chmod(0o444)  # owned by root
+
+        def start() -> str:
+            try:
+                migrate_database(moved)
+            except StorageUnavailable as error:
+                return str(error)
+            return "started"
+
+        said = as_unprivileged(start)
+    assert said == (
+        f"cannot write {shm} (mode 0444, owner uid 0): make it writable by the service's "
+        "user (chown, or chmod u+w), or remove it while no process has the database open"
+    )

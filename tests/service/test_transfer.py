@@ -193,24 +193,53 @@ def test_refusals_and_bad_files_leave_the_database_unchanged(
     assert snapshot(database_url) == before
 
 
+def test_counts_that_disagree_with_their_totals_are_refused_and_change_nothing(
+    source: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    """Issue 30, row 10: a token in 10**6 messages of a label that has a few dozen (a
+    Bernoulli model would give it a probability above 1), or in spam messages of a model
+    whose spam total is 0. Refused with the line, in every mode; neither database changes."""
+    text = exported(source, site_only=True)
+    lines = text.splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith("token"))
+    fields = lines[at].split("\t")
+    fields[1:3] = ["1000000", "1000000"]  # ham messages, occurrences
+    inflated = "".join([*lines[:at], "\t".join(fields), *lines[at + 1 :]])
+    spam_total = next(line for line in lines if line.startswith("total\tspam"))
+    *_, rest = spam_total.split("\t", 3)
+    # No spam messages, yet spam tokens and learned records follow.
+    emptied = text.replace(spam_total, "\t".join(["total", "spam", "0", rest]))
+    target, target_url = fresh()
+    before = snapshot(database_url), snapshot(target_url)
+    ham = source.stats().labels["ham"].messages
+    with pytest.raises(
+        InvalidDataFile, match=rf"line {at + 1}: token -?\d+ is in 1,000,000 ham messages, "
+        rf"more than the {ham:,} of the ham total \(line \d+\)"
+    ):  # fmt: skip
+        target.import_models(io.StringIO(inflated))
+    with pytest.raises(InvalidDataFile, match=r"line \d+: token -?\d+ is in \d+ spam messages"):
+        source.import_models(io.StringIO(emptied), mode="replace")
+    assert (snapshot(database_url), snapshot(target_url)) == before
+    target.import_models(io.StringIO(text))  # the file as exported is taken
+    assert exported(target) == text
+
+
 TOP = 2**53 - 1  # the largest count a file may hold and a merge may make
 
 
+HEADER = "spamfilter-export\t2\nlabels\tham\tspam\nscope\tsite\n"
+
+
 def counts_only(text: str, top: int) -> tuple[str, int]:
-    """The site-wide model of ``text`` without its learned records (a merge of it meets no
-    record held already), its first token's ham messages set to ``top``; and that token's
-    ham messages in ``text``."""
-    lines = text.splitlines(keepends=True)
-    kept = [line for line in lines if not line.startswith(("learned", "end"))]
-    at = next(n for n, line in enumerate(kept) if line.startswith("token"))
-    fields = kept[at].split("\t")
-    held = int(fields[2])
-    fields[2] = str(top)
-    kept[at] = "\t".join(fields)
-    kinds = [line.split("\t")[0] for line in kept]
-    order = ("scope", "total", "token", "learned", "hamscore")
-    end = ["end", *(str(kinds.count(k)) for k in order)]
-    return "".join(kept) + "\t".join(end) + "\n", held
+    """A file of one site-wide model whose ham total is ``top`` messages, occurrences and
+    token messages, and whose one token, the first of ``text``, is in ``top`` ham messages
+    with as many occurrences; and the largest ham total of ``text``."""
+    lines = text.splitlines()
+    token = next(line for line in lines if line.startswith("token")).split("\t")
+    total = next(line for line in lines if line.startswith("total\tham")).split("\t")
+    token[1:5] = [str(top), str(top), "0", "0"]
+    body = f"total\tham\t{top}\t{top}\t{top}\n" + "\t".join(token) + "\n"
+    return f"{HEADER}{body}end\t1\t1\t1\t0\t0\n", max(map(int, total[2:]))
 
 
 def test_a_merge_past_the_largest_count_is_refused_and_changes_nothing(
@@ -221,16 +250,15 @@ def test_a_merge_past_the_largest_count_is_refused_and_changes_nothing(
     before = snapshot(database_url)
     _, held = counts_only(text, 0)
     too_many, _ = counts_only(text, TOP - held + 1)
-    with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(token "):
+    with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(total ham"):
         service.import_models(io.StringIO(too_many), mode="merge")
     assert snapshot(database_url) == before
-    header = "spamfilter-export\t2\nlabels\tham\tspam\nscope\tsite\n"
-    total = f"{header}total\tspam\t{TOP}\t0\t0\nend\t1\t1\t0\t0\t0\n"
+    total = f"{HEADER}total\tspam\t{TOP}\t0\t0\nend\t1\t1\t0\t0\t0\n"
     with pytest.raises(TransferRefused, match=r"larger than 9,007,199,254,740,991 \(total spam"):
         service.import_models(io.StringIO(total), mode="merge")
     assert snapshot(database_url) == before
     (held_bin,) = list(ham_scores(text))[:1]
-    scores = f"{header}hamscore\t{held_bin}\t{TOP}\nend\t1\t0\t0\t0\t1\n"
+    scores = f"{HEADER}hamscore\t{held_bin}\t{TOP}\nend\t1\t0\t0\t0\t1\n"
     with pytest.raises(TransferRefused, match=rf"\(hamscore {held_bin}\)"):
         service.import_models(io.StringIO(scores), mode="merge")
     assert snapshot(database_url) == before
@@ -238,7 +266,7 @@ def test_a_merge_past_the_largest_count_is_refused_and_changes_nothing(
     # Up to the largest count itself is fine, and what is stored reads back exactly.
     just_enough, _ = counts_only(text, TOP - held)
     service.import_models(io.StringIO(just_enough), mode="merge")
-    assert f"\t{TOP}\t" in exported(service)
+    assert f"\t{TOP}\t" in exported(service)  # the ham occurrences, the largest total
     target, _ = fresh()
     target.import_models(io.StringIO(total))
     assert target.stats().labels["spam"].messages == TOP

@@ -11,9 +11,12 @@ files. The attribute is always cleared again, so that tmp_path can be removed.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,3 +42,50 @@ def remove_database(path: Path) -> None:
     """``rm spamfilter.db spamfilter.db-wal spamfilter.db-shm`` (those that exist)."""
     for suffix in ("", "-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+UNPRIVILEGED = 65534  # nobody
+
+
+@contextmanager
+def unprivileged_folder() -> Iterator[Path]:
+    """A new folder the unprivileged user owns, reachable by it (under the system's /tmp:
+    pytest's tmp_path sits in a folder only root may enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="spamfilter-unprivileged-"))
+    try:
+        if os.geteuid() == 0:
+            os.chown(folder, UNPRIVILEGED, UNPRIVILEGED)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_unprivileged(scenario: Callable[[], object]) -> object:
+    """``scenario()``'s result, run as an unprivileged user: chmod binds it, as it binds a
+    service user (root ignores mode bits). As root the scenario runs in a forked child that
+    drops to ``nobody`` (the modules it needs must be imported before); its result, or the
+    text of what it raised, comes back as JSON. Not root already: it runs here."""
+    if os.geteuid() != 0:
+        return scenario()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(reader)
+        try:
+            os.setgroups([])
+            os.setgid(UNPRIVILEGED)
+            os.setuid(UNPRIVILEGED)
+            outcome: object = {"result": scenario()}
+        except BaseException as error:  # every failure must reach the parent
+            outcome = {"error": f"{type(error).__name__}: {error}"}
+        with os.fdopen(writer, "w") as out:
+            json.dump(outcome, out)
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as got:
+        text = got.read()
+    os.waitpid(child, 0)
+    outcome = json.loads(text)
+    if "error" in outcome:
+        raise AssertionError(f"as the unprivileged user: {outcome['error']}")
+    return outcome["result"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import random
+import re
 import sqlite3
 import threading
 import tracemalloc
@@ -47,9 +48,10 @@ def sample() -> str:
     writer.header()
     writer.scope(None)
     writer.total(Total("ham", 2, 30, 12))
-    writer.tokens([(-(2**63), 1, 2, 0, 0, 20500), (5, 0, 0, 1, 1, 20501)])
+    writer.tokens([(-(2**63), 1, 2, 0, 0, 20500), (5, 1, 1, 0, 0, 20501)])
     writer.learned(Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1))
     writer.scope("alice")
+    writer.total(Total("spam", 1, 4, 2))
     writer.learned(Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2))
     writer.end()
     return out.getvalue()
@@ -62,16 +64,17 @@ def read(text: str) -> list[object]:
 def test_written_records_read_back() -> None:
     text = sample()
     assert text.splitlines()[0] == "spamfilter-export\t2"
-    assert text.splitlines()[-1] == "end\t2\t1\t2\t2\t0"
+    assert text.splitlines()[-1] == "end\t2\t2\t2\t2\t0"
     assert f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t" in text
     assert text.splitlines()[6].endswith("\t-")
     assert read(text) == [
         Scope(None),
         Total("ham", 2, 30, 12),
         Token(-(2**63), {"ham": (1, 2), "spam": (0, 0)}, 20500),
-        Token(5, {"ham": (0, 0), "spam": (1, 1)}, 20501),
+        Token(5, {"ham": (1, 1), "spam": (0, 0)}, 20501),
         Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1),
         Scope("alice"),
+        Total("spam", 1, 4, 2),
         Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2),
     ]
 
@@ -134,16 +137,46 @@ def raw_bag(ids: list[int]) -> str:
         (8, "scope\tuser:Alice", "line 8: user scope 'user:Alice' is not a normalised"),
         (8, "scope\tother", "line 8: scope 'other' is neither"),
         (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t\t-", "ascending digest"),
-        (10, "end\t2\t1\t2\t3\t0", "line 10: the record counts of 'end' disagree"),
-        (10, "end\t2\t1\t2\t2\t1", "line 10: the record counts of 'end' disagree"),
-        (10, "end\t2\t1\t2\t2", "line 10: a 'end' record has 5 fields, this one 4"),
-        (10, f"end\t2\t1\t2\t{2**53}\t0", f"line 10: {2**53} is not a non-negative count"),
-        (10, "frob", "line 10: unknown record 'frob'"),
-        (10, None, "line 10: the file ends without its 'end' record"),
+        (11, "end\t2\t2\t2\t3\t0", "line 11: the record counts of 'end' disagree"),
+        (11, "end\t2\t2\t2\t2\t1", "line 11: the record counts of 'end' disagree"),
+        (11, "end\t2\t2\t2\t2", "line 11: a 'end' record has 5 fields, this one 4"),
+        (11, f"end\t2\t2\t2\t{2**53}\t0", f"line 11: {2**53} is not a non-negative count"),
+        # Counts that disagree with their model's totals (line 4: ham 2 30 12).
+        (
+            5,
+            "token\t1\t3\t9\t0\t0\t20500",
+            "line 5: token 1 is in 3 ham messages, more than the 2 of the ham total (line 4)",
+        ),
+        (
+            6,
+            "token\t5\t0\t0\t1\t1\t20501",
+            "line 6: token 5 is in 1 spam messages, more "
+            "than the 0 of the spam total (no 'total' record: 0)",
+        ),
+        (
+            6,
+            "token\t5\t1\t29\t0\t0\t20501",
+            "line 6: the tokens' ham occurrences add up "
+            "to 31 by this line, more than the 30 of the ham total (line 4)",
+        ),
+        (
+            4,
+            "total\tham\t2\t30\t1",
+            "line 6: the tokens' ham messages add up to 2 by this "
+            "line, more than the 1 of the ham total (line 4)",
+        ),
+        (
+            9,
+            "total\tspam\t0\t4\t2",
+            "line 10: 1 spam messages are recorded as learned by "
+            "this line, more than the 0 of the spam total (line 9)",
+        ),
+        (11, "frob", "line 11: unknown record 'frob'"),
+        (11, None, "line 11: the file ends without its 'end' record"),
     ],
 )
 def test_a_bad_line_is_named(number: int, line: str | None, message: str) -> None:
-    with pytest.raises(InvalidDataFile, match=message.replace("(", r"\(")):
+    with pytest.raises(InvalidDataFile, match=re.escape(message)):
         read(_replace(sample(), number, line))
 
 
@@ -216,12 +249,14 @@ def test_the_largest_values_read_back() -> None:
     writer = Writer(out)
     writer.header()
     writer.scope(None)
+    writer.total(Total("ham", top, top, top))
     writer.total(Total("spam", top, top, top))
     writer.tokens([(2**63 - 1, top, top, top, top, 2**31 - 1)])
     writer.learned(Learned(DIGEST_A, "spam", WHEN, bag, 100_000))
     writer.end()
     assert read(out.getvalue()) == [
         Scope(None),
+        Total("ham", top, top, top),
         Total("spam", top, top, top),
         Token(2**63 - 1, {"ham": (top, top), "spam": (top, top)}, 2**31 - 1),
         Learned(DIGEST_A, "spam", WHEN, bag, 100_000),

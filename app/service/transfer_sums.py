@@ -1,0 +1,87 @@
+"""What one model's records in an export file must agree on, checked at the record that
+breaks it (``transfer_format`` reads the records; this keeps their running sums).
+
+A label's ``total`` record is the sum over its tokens and its learned messages: learning adds
+a message to both, forgetting and expiry take from both alike (``app.storage.count_writes``,
+``app.storage.expiry``). So in a file that the service wrote:
+
+- no token is in more messages of a label than the label has (``total`` messages);
+- the tokens' occurrences, and their messages, of a label add up to no more than the
+  label's ``total`` occurrences and token messages;
+- no more messages of a label are recorded as learned than the label has.
+
+A file that breaks one was not written by ``export``: imported, it gives a Bernoulli model a
+token probability above 1 (classify fails), and forgetting its records moves counts that
+other messages added. Two things that look wrong are not checked, because a real export can
+hold them: learned records naming tokens the file does not hold (expiry deletes a token's
+row and keeps the records that added it), and a token with fewer occurrences than messages
+in a label (a forget after expiry re-created a row takes at most what the row holds).
+"""
+
+from __future__ import annotations
+
+from app.errors import InvalidDataFile
+
+_NONE = (0, 0, 0, 0)  # no 'total' record: a label without messages
+
+
+class ModelSums:
+    """The running sums of one model (one ``scope`` record and what follows it)."""
+
+    def __init__(self) -> None:
+        # label: the line of its 'total' record, messages, occurrences, token messages
+        self._totals: dict[str, tuple[int, int, int, int]] = {}
+        self._sums: dict[str, list[int]] = {}  # label: occurrences, token messages so far
+        self._learned: dict[str, int] = {}
+
+    def add_total(
+        self, number: int, label: str, messages: int, occurrences: int, token_messages: int
+    ) -> None:
+        """The ``total`` record of ``label``, at line ``number``."""
+        self._totals[label] = (number, messages, occurrences, token_messages)
+
+    def add_token(self, number: int, token_id: int, counts: dict[str, tuple[int, int]]) -> None:
+        """A ``token`` record (``counts``: label -> messages, occurrences) at line
+        ``number``; InvalidDataFile when it breaks the label's total."""
+        for label, (messages, occurrences) in counts.items():
+            line, most_messages, most_occurrences, most_token_messages = self._total(label)
+            if messages > most_messages:
+                raise _bad(
+                    number,
+                    f"token {token_id} is in {messages:,} {label} messages, more than the "
+                    f"{most_messages:,} of the {label} total{line}",
+                )
+            sums = self._sums.setdefault(label, [0, 0])
+            sums[0] += occurrences
+            sums[1] += messages
+            for kind, found, most in (
+                ("occurrences", sums[0], most_occurrences),
+                ("messages", sums[1], most_token_messages),
+            ):
+                if found > most:
+                    raise _bad(
+                        number,
+                        f"the tokens' {label} {kind} add up to {found:,} by this line, more "
+                        f"than the {most:,} of the {label} total{line}",
+                    )
+
+    def add_learned(self, number: int, label: str) -> None:
+        """A ``learned`` record of ``label`` at line ``number``; InvalidDataFile when the
+        label's total counts fewer messages than are recorded as learned."""
+        line, most, _, _ = self._total(label)
+        learned = self._learned[label] = self._learned.get(label, 0) + 1
+        if learned > most:
+            raise _bad(
+                number,
+                f"{learned:,} {label} messages are recorded as learned by this line, more "
+                f"than the {most:,} of the {label} total{line}",
+            )
+
+    def _total(self, label: str) -> tuple[str, int, int, int]:
+        number, *counts = self._totals.get(label, _NONE)
+        where = f" (line {number})" if number else " (no 'total' record: 0)"
+        return where, counts[0], counts[1], counts[2]
+
+
+def _bad(number: int, detail: str) -> InvalidDataFile:
+    return InvalidDataFile(f"line {number}: {detail}")
