@@ -68,7 +68,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     )
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.budget = BodyBudget(settings.server.max_buffered_bytes)
+    app.state.budget = BodyBudget.for_server(settings.server)
     app.state.service_slots = service_slots(settings.server.service_threads)
     app.state.service = service
     install_error_handlers(app)

@@ -4,24 +4,30 @@
   before a byte of the body is read, and a body without one (chunked) is read chunk by chunk
   and refused as soon as it passes the cap, so a 50 MB upload never sits in memory just to
   be rejected.
-* The whole body must arrive within ``server.read_timeout_seconds`` (408 past it): a client
-  trickling a byte a second cannot hold a connection slot and its buffer for ever.
+* The whole body must arrive within ``server.read_timeout_seconds`` (408 past it), however
+  it trickles: a client sending a byte a second cannot hold a connection slot and its buffer
+  for ever (nginx's ``client_body_timeout``, but for the whole body rather than per read).
 * Every byte held is drawn from the app's ``BodyBudget`` (``server.max_buffered_bytes``, one
-  per process): the declared length up front, then whatever arrives beyond it. A body that
-  finds the budget full is refused at once (503 ``overloaded``) instead of making the
-  process swap. ``received_message`` gives the bytes back when the request is done, that is
-  after the service call that works on them.
+  per process) as it arrives; the declared length reserves nothing, so connections that
+  announce a large body and send none hold nothing. A request without a valid API token
+  (when tokens are configured) draws from the anonymous share of the budget only. A chunk
+  that finds no room waits for it, and meanwhile bodies that have stalled are cut off (408)
+  to make room (see ``app.admission``); no room within ``server.budget_wait_seconds`` is a
+  503 ``overloaded``. ``received_message`` gives the bytes back when the request is done,
+  that is after the service call that works on them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.requests import ClientDisconnect, Request
 
 from app.admission import BodyBudget, Reservation
+from app.api.dependencies import carries_token
 from app.api.errors import RequestTimeout, UnsupportedMediaType
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service import Form
@@ -37,7 +43,7 @@ async def received_message(request: Request) -> AsyncIterator[bytes]:
     settings: Settings = request.app.state.settings
     budget: BodyBudget = request.app.state.budget
     server = settings.server
-    with budget.reserve() as hold:
+    with budget.reserve(anonymous=not carries_token(request, settings)) as hold:
         yield await read_message(
             request, server.max_message_bytes, hold, server.read_timeout_seconds
         )
@@ -50,17 +56,26 @@ async def read_message(
     seconds, every byte of it held in ``hold`` (which the caller releases).
 
     Raises MessageTooLarge when the declared or actual size exceeds ``limit``, Overloaded when
-    the budget behind ``hold`` is full, RequestTimeout when the body is late, and
+    the budget behind ``hold`` stays full, RequestTimeout when the body is late or was cut
+    off as stalled, and
     InvalidMessage for an empty body (unless ``allow_empty``: a form), an unreadable
     Content-Length or a client that closed the connection before the end of its body.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        hold.grow(_declared_length(declared, limit))
+        _declared_length(declared, limit)  # refuses a length over the cap; reserves nothing
     try:
-        async with asyncio.timeout(timeout):
-            raw = await _read_chunks(request, limit, hold)
+        async with asyncio.timeout(timeout) as deadline:
+            hold.on_evict = functools.partial(deadline.reschedule, 0)  # 0: at once
+            try:
+                raw = await _read_chunks(request, limit, hold)
+            finally:
+                hold.on_evict = None  # the bytes are whole: they are never cut off now
     except TimeoutError:
+        if hold.evicted:
+            raise RequestTimeout(
+                "the message stopped arriving while others waited for room; it was cut off"
+            ) from None
         raise RequestTimeout(f"the message did not arrive within {timeout:g} seconds") from None
     except ClientDisconnect:
         raise InvalidMessage(
@@ -78,7 +93,7 @@ async def _read_chunks(request: Request, limit: int, hold: Reservation) -> bytes
         size += len(chunk)
         if size > limit:
             raise MessageTooLarge(f"the message exceeds the limit of {limit} bytes")
-        hold.grow(size - hold.size)  # beyond what is held already (the declared length)
+        await hold.admit(len(chunk))
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -144,7 +144,7 @@ class MilterServer:
         self._on_error = settings.mail.on_error
         self._recipients = settings.milter.recipients
         if budget is None:
-            budget = BodyBudget(settings.server.max_buffered_bytes)
+            budget = BodyBudget.for_server(settings.server)
         self._budget = budget
         self._open = 0
         self._server: asyncio.AbstractServer | None = None

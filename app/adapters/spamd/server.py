@@ -99,7 +99,7 @@ class SpamdServer:
         self._idle_timeout = settings.spamd.idle_timeout_seconds
         self._max_bytes = settings.server.max_message_bytes
         if budget is None:
-            budget = BodyBudget(settings.server.max_buffered_bytes)
+            budget = BodyBudget.for_server(settings.server)
         self._budget = budget
         self._slots = asyncio.Semaphore(settings.spamd.max_connections)
         self._listener: socket.socket | None = None
