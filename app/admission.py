@@ -113,6 +113,9 @@ class BodyBudget:
     async def admit(self, hold: Reservation, size: int) -> None:
         """``hold.grow(size)``, waiting up to ``wait_seconds`` for room and cutting off stalled
         holders meanwhile; Overloaded (holding nothing more) when no room comes."""
+        limit = self._anonymous_limit if hold.anonymous else self._limit
+        if hold.size + size > limit:  # no wait could make room for it
+            hold.grow(size)  # raises Overloaded, as it would have
         give_up = self._clock() + self._wait_seconds
         hold.waiting = True  # a body we keep waiting is not stalled by its own doing
         try:
