@@ -111,21 +111,25 @@ class BodyBudget:
         return Reservation(self, anonymous, on_evict)
 
     async def admit(self, hold: Reservation, size: int) -> None:
-        """``hold.grow(size)``, waiting up to ``wait_seconds`` for room and cutting off stalled
-        holders meanwhile; Overloaded (holding nothing more) when no room comes."""
-        limit = self._anonymous_limit if hold.anonymous else self._limit
-        if hold.size + size > limit:  # no wait could make room for it
-            hold.grow(size)  # raises Overloaded, as it would have
+        """``hold.grow(size)`` once there is room (``room_for``); Overloaded, holding nothing
+        more, when none comes."""
+        await self.room_for(hold, size)
+        hold.grow(size)
+
+    async def room_for(self, hold: Reservation, size: int) -> None:
+        """Return once ``size`` more bytes would fit for ``hold``, waiting up to
+        ``wait_seconds`` and cutting off stalled holders meanwhile; Overloaded when no room
+        comes in time, or at once when no wait could make it (``size`` over the cap)."""
+        if hold.size + size > self._limit:
+            raise self._refusal(False)
+        if hold.anonymous and hold.size + size > self._anonymous_limit:
+            raise self._refusal(True)
         give_up = self._clock() + self._wait_seconds
         hold.waiting = True  # a body we keep waiting is not stalled by its own doing
         try:
-            while True:
-                try:
-                    hold.grow(size)
-                    return
-                except Overloaded:
-                    if self._clock() >= give_up:
-                        raise
+            while (refusal := self._short_of(hold, size)) is not None:
+                if self._clock() >= give_up:
+                    raise refusal
                 self.evict_stalled(hold, size)
                 await asyncio.sleep(WAIT_TICK)
         finally:
@@ -166,20 +170,36 @@ class BodyBudget:
             holder.evict()
         return len(chosen)
 
+    def _short_of(self, hold: Reservation, size: int) -> Overloaded | None:
+        """The refusal ``size`` more bytes for ``hold`` would meet now, or None."""
+        with self._lock:
+            return self._check(hold, size)
+
+    def _check(self, hold: Reservation, size: int) -> Overloaded | None:
+        # Under the lock.
+        if self._held + size > self._limit:
+            return self._refusal(False)
+        if hold.anonymous and self._anonymous_held + size > self._anonymous_limit:
+            return self._refusal(True)
+        return None
+
+    def _refusal(self, anonymous: bool) -> Overloaded:
+        if anonymous:
+            return Overloaded(
+                "too many message bytes from callers without an API token are in flight; "
+                f"retry shortly (their limit is {self._anonymous_limit} bytes per process)"
+            )
+        return Overloaded(
+            "too many message bytes are in flight; retry shortly "
+            f"(the limit is {self._limit} bytes per process)"
+        )
+
     def _take(self, hold: Reservation, size: int) -> None:
         with self._lock:
-            if self._held + size > self._limit:
-                raise Overloaded(
-                    "too many message bytes are in flight; retry shortly "
-                    f"(the limit is {self._limit} bytes per process)"
-                )
+            refusal = self._check(hold, size)
+            if refusal is not None:
+                raise refusal
             if hold.anonymous:
-                if self._anonymous_held + size > self._anonymous_limit:
-                    raise Overloaded(
-                        "too many message bytes from callers without an API token are in "
-                        f"flight; retry shortly (their limit is {self._anonymous_limit} bytes "
-                        "per process)"
-                    )
                 self._anonymous_held += size
             self._held += size
             self._holders.add(hold)

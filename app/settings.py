@@ -282,6 +282,15 @@ class MilterSettings(BaseModel):
     idle_timeout_seconds: float = Field(
         600.0, gt=0, description="a connection silent between frames for this long is closed"
     )
+    # Why 30 s: the MTA streams a message's content from its own queue file, at once (a
+    # 25 MiB message over loopback takes under a second); only a stalled or hostile peer
+    # pauses mid-message, holding what it sent so far.
+    message_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="from a message's first header field to its end: a peer that has not "
+        "finished by then loses the connection (idle_timeout_seconds is for between messages)",
+    )
     max_connections: int = Field(
         256, ge=1, description="concurrent MTA connections; more are closed at once"
     )
