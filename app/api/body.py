@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from starlette.requests import ClientDisconnect, Request
@@ -50,10 +50,16 @@ async def received_message(request: Request) -> AsyncIterator[bytes]:
 
 
 async def read_message(
-    request: Request, limit: int, hold: Reservation, timeout: float, allow_empty: bool = False
+    request: Request,
+    limit: int,
+    hold: Reservation,
+    timeout: float,
+    allow_empty: bool = False,
+    inspect: Callable[[bytes], None] | None = None,
 ) -> bytes:
     """The request body as bytes, at most ``limit`` bytes long, read within ``timeout``
-    seconds, every byte of it held in ``hold`` (which the caller releases).
+    seconds, every byte of it held in ``hold`` (which the caller releases). ``inspect``, when
+    given, sees each chunk as it arrives and may refuse the body by raising.
 
     Raises MessageTooLarge when the declared or actual size exceeds ``limit``, Overloaded when
     the budget behind ``hold`` stays full, RequestTimeout when the body is late or was cut
@@ -68,7 +74,7 @@ async def read_message(
         async with asyncio.timeout(timeout) as deadline:
             hold.on_evict = functools.partial(deadline.reschedule, 0)  # 0: at once
             try:
-                raw = await _read_chunks(request, limit, hold)
+                raw = await _read_chunks(request, limit, hold, inspect)
             finally:
                 hold.on_evict = None  # the bytes are whole: they are never cut off now
     except TimeoutError:
@@ -86,7 +92,9 @@ async def read_message(
     return raw
 
 
-async def _read_chunks(request: Request, limit: int, hold: Reservation) -> bytes:
+async def _read_chunks(
+    request: Request, limit: int, hold: Reservation, inspect: Callable[[bytes], None] | None
+) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -94,6 +102,8 @@ async def _read_chunks(request: Request, limit: int, hold: Reservation) -> bytes
         if size > limit:
             raise MessageTooLarge(f"the message exceeds the limit of {limit} bytes")
         await hold.admit(len(chunk))
+        if inspect is not None:
+            inspect(chunk)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 
 from app.api.connections import server_options
+from app.api.console.session import COOKIE, Role
 from tests.api.conftest import Api, MakeApi
 from tests.api.samples import HAMMY, message
 
@@ -318,4 +319,34 @@ def test_a_body_that_finds_no_room_in_time_gets_503(serve: Serve) -> None:
         assert refused.headers["retry-after"] == "1"
         first.sendall(raw[2000:])
         assert read_reply(first).status == 200
+    wait_for_held(served, 0)
+
+
+def test_an_oversized_console_field_is_refused_before_the_rest_of_the_form(
+    serve: Serve,
+) -> None:
+    """A read-only session posts a scan form with a field three times the message cap: the
+    413 page comes while most of the form is still unsent, and does not repeat the field."""
+    cap = 64 * 1024
+    served = serve(
+        api_tokens=[TOKEN],
+        read_tokens=["reader-token"],
+        server={"max_message_bytes": cap, "read_timeout_seconds": 10.0},
+    )
+    keys = served.api.app.state.console_keys
+    cookie = keys.issue("reader-token", Role.READ)
+    session = keys.session(cookie)
+    assert session is not None
+    form = f"csrf={keys.csrf(session.nonce)}&action=classify&raw=".encode() + b"zq" * cap
+    head = (
+        f"POST /ui/scan HTTP/1.1\r\nHost: t\r\nCookie: {COOKIE}={cookie}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {len(form)}\r\n\r\n"
+    ).encode()
+    with served.connect() as sock:
+        sock.sendall(head + form[: cap + 4096])  # past the cap, far from the end of the form
+        reply = read_reply(sock)
+    assert reply.status == 413
+    assert b"message_too_large" in reply.body
+    assert b"zqzq" not in reply.body
     wait_for_held(served, 0)
