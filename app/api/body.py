@@ -69,7 +69,7 @@ async def read_message(
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        _declared_length(declared, limit)  # refuses a length over the cap; reserves nothing
+        _check_declared_length(declared, limit)  # reserves nothing: bytes count as they come
     try:
         async with asyncio.timeout(timeout) as deadline:
             hold.on_evict = functools.partial(deadline.reschedule, 0)  # 0: at once
@@ -108,14 +108,13 @@ async def _read_chunks(
     return b"".join(chunks)
 
 
-def _declared_length(declared: str, limit: int) -> int:
+def _check_declared_length(declared: str, limit: int) -> None:
     try:
         length = int(declared)
     except ValueError:
         raise InvalidMessage(f"Content-Length {declared!r} is not a number") from None
     if length > limit:
         raise MessageTooLarge(f"the message is {length} bytes; the limit is {limit}")
-    return max(0, length)
 
 
 # Body types that are never a message or its text: a client sending JSON or an HTML form

@@ -268,6 +268,8 @@ class Session:
 
     def _reset_message(self) -> None:
         self._hold.release()
+        # A fresh reservation per message: one cut off before stays cut off, this one not.
+        self._hold = self._budget.reserve(on_evict=self._cut_off)
         self._recipients = Recipients()
         self._buffer = bytearray()
         self._in_content = False
