@@ -152,7 +152,7 @@ def hostile(
     """Time every hostile message shape at growing sizes through analyse and classify; or,
     with --holds, keep connections holding memory beside honest clients."""
     if holds:
-        _holds(state, duration, holders, check)
+        _holds(state, duration, holders, as_json, check)
         return
     cap = state.settings.server.max_message_bytes
     if max_size is not None and max_size > cap:
@@ -201,11 +201,11 @@ def hostile(
     _finish(results, bounds, as_json, check)
 
 
-def _holds(state: CliState, duration: float, holders: int, check: bool) -> None:
+def _holds(state: CliState, duration: float, holders: int, as_json: bool, check: bool) -> None:
     """``bench hostile --holds``: see ``app.evaluation.hold_bench``."""
     import secrets
 
-    from app.evaluation.hold_bench import HoldPlan, format_holds
+    from app.evaluation.hold_bench import HoldPlan, format_holds, holds_json
     from app.evaluation.hold_servers import measure_holds
 
     token = secrets.token_urlsafe(24)
@@ -228,8 +228,10 @@ def _holds(state: CliState, duration: float, holders: int, check: bool) -> None:
             report = measure_holds(service, settings, plan)
         finally:
             service.close()
-    for line in format_holds(report, plan):
-        click.echo(line)
+    if as_json:
+        click.echo(json.dumps(holds_json(report, plan), indent=1))
+    else:
+        click.echo("\n".join(format_holds(report, plan)))
     if check and not report.ok:
         raise fail("honest requests failed while connections held memory", EXIT_PROCESSING)
 

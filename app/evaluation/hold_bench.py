@@ -27,6 +27,7 @@ import struct
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.admission import BodyBudget
 
@@ -322,6 +323,32 @@ async def _response(reader: asyncio.StreamReader) -> bytes:
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
         return b""
+
+
+def holds_json(report: HoldReport, plan: HoldPlan) -> dict[str, Any]:
+    """The report as a JSON-ready object (the plan without its token)."""
+    return {
+        "seconds": plan.seconds,
+        "holders": plan.holders,
+        "hold_bytes": plan.hold_bytes,
+        "announced_bytes": plan.cap,
+        "paths": [
+            {
+                "name": path.name,
+                "requests": path.requests,
+                "ok": len(path.seconds),
+                "median_seconds": path.percentile(0.5),
+                "worst_seconds": path.percentile(1.0),
+                "failures": dict(path.failures),
+            }
+            for path in report.paths
+        ],
+        "attacks": [{"name": a.name, "opened": a.opened, "cut": a.cut} for a in report.attacks],
+        "peak_held_bytes": report.peak_held,
+        "budget_bytes": report.limits,
+        "peak_rss_bytes": report.peak_rss_bytes,
+        "ok": report.ok,
+    }
 
 
 def format_holds(report: HoldReport, plan: HoldPlan) -> list[str]:

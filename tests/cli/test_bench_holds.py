@@ -7,6 +7,8 @@ them, so that every attack fills its budget within the run. Nothing asserts a du
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner, Result
 
@@ -31,8 +33,8 @@ def small(clean_environment: None, monkeypatch: pytest.MonkeyPatch) -> CliRunner
     return CliRunner()
 
 
-def invoke(runner: CliRunner) -> Result:
-    return runner.invoke(cli, list(HOLDS), catch_exceptions=False)
+def invoke(runner: CliRunner, *more: str) -> Result:
+    return runner.invoke(cli, [*HOLDS, *more], catch_exceptions=False)
 
 
 def test_honest_clients_are_served_while_every_attack_holds(small: CliRunner) -> None:
@@ -57,6 +59,13 @@ def test_check_fails_when_honest_requests_fail(
         raise StorageUnavailable("the database is unavailable")
 
     monkeypatch.setattr(SpamFilter, "classify", down)
-    result = invoke(small)
+    result = invoke(small, "--json")
     assert result.exit_code == 1
-    assert "honest requests failed" in result.output
+    assert "honest requests failed while connections held memory" in result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    paths = {path["name"]: path for path in report["paths"]}
+    assert paths["http classify, no token"]["failures"] == {
+        "HTTP 503": paths["http classify, no token"]["requests"]
+    }
+    assert paths["http feedback, token"]["failures"] == {}  # learning does not classify
