@@ -2,8 +2,24 @@
 
 Every adapter that buffers a message (HTTP, spamd, milter) draws the bytes it buffers from
 one ``BodyBudget`` per process. A connection that would take the total past the cap is refused
-at once with ``Overloaded`` (HTTP 503, spamd EX_TEMPFAIL, milter tempfail) instead of making
-the process swap: sixteen 25 MiB uploads at once held about 790 MiB before this cap.
+with ``Overloaded`` (HTTP 503, spamd EX_TEMPFAIL, milter tempfail) instead of making the
+process swap: sixteen 25 MiB uploads at once held about 790 MiB before this cap.
+
+Nothing a client declares is reserved: bytes count as they arrive (``Reservation.grow``), so
+a dozen connections that announce 25 MiB and send nothing hold nothing. Against clients that
+send some bytes and then sit on them (nginx's ``client_body_timeout`` case, but holding our
+memory), three rules, all from ``server`` settings:
+
+* requests marked anonymous (HTTP without a valid API token, when tokens are configured) may
+  hold together at most ``anonymous_share`` of the cap, so callers with a token always find
+  room;
+* a body that finds no room waits for it (``admit``, at most ``budget_wait_seconds``) rather
+  than being refused at once;
+* while one waits, holders still receiving that have made no progress (fewer than
+  ``PROGRESS_BYTES`` in ``stall_seconds``) are cut off, largest first, as many as the waiter
+  needs: their ``on_evict`` makes them let go (HTTP 408, spamd 79 Timeout, a milter message
+  dropped and tempfailed). A holder that is done receiving (its bytes being judged) is never
+  cut.
 
 A budget is safe to share between the event loop and worker threads (one lock, no waiting).
 ``in_thread`` runs the work on those bytes in a worker thread under a deadline, and gives the
@@ -15,24 +31,60 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.errors import Overloaded
 
+if TYPE_CHECKING:
+    from app.settings import ServerSettings
+
 T = TypeVar("T")
+Clock = Callable[[], float]
+
+# Why 8 KiB: a client that is really sending (spamc, Postfix's cleanup, curl) writes 16-64 KiB
+# at a time, while a holder trickling a byte every few seconds takes hours to send this much.
+PROGRESS_BYTES = 8 * 1024
+# How often a waiting body looks for room again: releases come from other coroutines and
+# worker threads alike, and a poll this fine costs nothing next to a request.
+WAIT_TICK = 0.02
 
 
 class BodyBudget:
-    """At most ``limit`` bytes held at once, across every ``Reservation``."""
+    """At most ``limit`` bytes held at once, across every ``Reservation``; anonymous ones at
+    most ``anonymous_share`` of it together."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self,
+        limit: int,
+        anonymous_share: float = 1.0,
+        stall_seconds: float = 2.0,
+        wait_seconds: float = 0.0,
+        clock: Clock = time.monotonic,
+    ) -> None:
         if limit <= 0:
             raise ValueError("the budget must be positive")
         self._limit = limit
+        self._anonymous_limit = max(1, int(limit * anonymous_share))
+        self._stall_seconds = stall_seconds
+        self._wait_seconds = wait_seconds
+        self._clock = clock
         self._held = 0
+        self._anonymous_held = 0
+        self._holders: set[Reservation] = set()
         self._lock = threading.Lock()
+
+    @classmethod
+    def for_server(cls, server: ServerSettings) -> BodyBudget:
+        """The budget ``server.max_buffered_bytes`` and its rules describe."""
+        return cls(
+            server.max_buffered_bytes,
+            anonymous_share=server.anonymous_share,
+            stall_seconds=server.stall_seconds,
+            wait_seconds=server.budget_wait_seconds,
+        )
 
     @property
     def limit(self) -> int:
@@ -40,51 +92,185 @@ class BodyBudget:
         return self._limit
 
     @property
+    def anonymous_limit(self) -> int:
+        """The most anonymous reservations hold together, in bytes."""
+        return self._anonymous_limit
+
+    @property
     def held(self) -> int:
         """Bytes reserved now, in all reservations."""
         return self._held
 
-    def reserve(self) -> Reservation:
-        """An empty reservation; grow it as bytes arrive, and close it (``with``) when done."""
-        return Reservation(self)
+    def reserve(
+        self, anonymous: bool = False, on_evict: Callable[[], None] | None = None
+    ) -> Reservation:
+        """An empty reservation; grow it as bytes arrive, and close it (``with``) when done.
 
-    def _take(self, size: int) -> None:
+        ``on_evict`` (called on the event loop, at most once) makes the holder let go of its
+        bytes; without one (or once it is set to None) the holder is never cut off."""
+        return Reservation(self, anonymous, on_evict)
+
+    async def admit(self, hold: Reservation, size: int) -> None:
+        """``hold.grow(size)`` once there is room (``room_for``); Overloaded, holding nothing
+        more, when none comes."""
+        await self.room_for(hold, size)
+        hold.grow(size)
+
+    async def room_for(self, hold: Reservation, size: int) -> None:
+        """Return once ``size`` more bytes would fit for ``hold``, waiting up to
+        ``wait_seconds`` and cutting off stalled holders meanwhile; Overloaded when no room
+        comes in time, or at once when no wait could make it (``size`` over the cap)."""
+        if hold.size + size > self._limit:
+            raise self._refusal(False)
+        if hold.anonymous and hold.size + size > self._anonymous_limit:
+            raise self._refusal(True)
+        give_up = self._clock() + self._wait_seconds
+        hold.waiting = True  # a body we keep waiting is not stalled by its own doing
+        try:
+            while (refusal := self._short_of(hold, size)) is not None:
+                if self._clock() >= give_up:
+                    raise refusal
+                self.evict_stalled(hold, size)
+                await asyncio.sleep(WAIT_TICK)
+        finally:
+            hold.waiting = False
+
+    def evict_stalled(self, waiter: Reservation, size: int) -> int:
+        """Cut off holders that have stalled, largest first, until ``size`` more bytes would
+        fit for ``waiter``; returns how many were cut off now."""
+        now = self._clock()
         with self._lock:
-            if self._held + size > self._limit:
-                raise Overloaded(
-                    "too many message bytes are in flight; retry shortly "
-                    f"(the limit is {self._limit} bytes per process)"
-                )
-            self._held += size
+            short_of_anonymous = waiter.anonymous and (
+                self._anonymous_held + size > self._anonymous_limit
+            )
+            need = self._held + size - self._limit
+            if waiter.anonymous:
+                need = max(need, self._anonymous_held + size - self._anonymous_limit)
+            going = [h for h in self._holders if h.evicted]
+            need -= sum(h.size for h in going if h.anonymous or not short_of_anonymous)
+            candidates = sorted(
+                (
+                    h
+                    for h in self._holders
+                    if h is not waiter
+                    and h.evictable
+                    and now - h.progressed_at >= self._stall_seconds
+                    and (h.anonymous or not short_of_anonymous)
+                ),
+                key=lambda h: h.size,
+                reverse=True,
+            )
+        chosen: list[Reservation] = []
+        for holder in candidates:
+            if need <= 0:
+                break
+            chosen.append(holder)
+            need -= holder.size
+        for holder in chosen:
+            holder.evict()
+        return len(chosen)
 
-    def _give(self, size: int) -> None:
+    def _short_of(self, hold: Reservation, size: int) -> Overloaded | None:
+        """The refusal ``size`` more bytes for ``hold`` would meet now, or None."""
+        with self._lock:
+            return self._check(hold, size)
+
+    def _check(self, hold: Reservation, size: int) -> Overloaded | None:
+        # Under the lock.
+        if self._held + size > self._limit:
+            return self._refusal(False)
+        if hold.anonymous and self._anonymous_held + size > self._anonymous_limit:
+            return self._refusal(True)
+        return None
+
+    def _refusal(self, anonymous: bool) -> Overloaded:
+        if anonymous:
+            return Overloaded(
+                "too many message bytes from callers without an API token are in flight; "
+                f"retry shortly (their limit is {self._anonymous_limit} bytes per process)"
+            )
+        return Overloaded(
+            "too many message bytes are in flight; retry shortly "
+            f"(the limit is {self._limit} bytes per process)"
+        )
+
+    def _take(self, hold: Reservation, size: int) -> None:
+        with self._lock:
+            refusal = self._check(hold, size)
+            if refusal is not None:
+                raise refusal
+            if hold.anonymous:
+                self._anonymous_held += size
+            self._held += size
+            self._holders.add(hold)
+
+    def _give(self, hold: Reservation, size: int) -> None:
         with self._lock:
             self._held -= size
+            if hold.anonymous:
+                self._anonymous_held -= size
+            self._holders.discard(hold)
 
 
 class Reservation:
     """Bytes one connection holds from a budget; all given back by ``release`` or ``with``."""
 
-    def __init__(self, budget: BodyBudget) -> None:
+    def __init__(
+        self,
+        budget: BodyBudget,
+        anonymous: bool = False,
+        on_evict: Callable[[], None] | None = None,
+    ) -> None:
         self._budget = budget
         self._size = 0
+        self.anonymous = anonymous
+        self.on_evict = on_evict
+        self.evicted = False
+        self.waiting = False
+        self.progressed_at = budget._clock()
+        self._since_progress = 0
 
     @property
     def size(self) -> int:
         """Bytes this reservation holds."""
         return self._size
 
+    @property
+    def evictable(self) -> bool:
+        """Holding bytes, still receiving (``on_evict`` set), not waiting for room, and not cut
+        off already."""
+        return self._size > 0 and self.on_evict is not None and not (self.evicted or self.waiting)
+
     def grow(self, size: int) -> None:
         """Hold ``size`` more bytes; raises Overloaded (holding nothing more) past the cap."""
         if size <= 0:
             return
-        self._budget._take(size)
+        self._budget._take(self, size)
+        if self._size == 0:  # the first bytes: the clock of progress starts now
+            self._since_progress = 0
+            self.progressed_at = self._budget._clock()
         self._size += size
+        self._since_progress += size
+        if self._since_progress >= PROGRESS_BYTES:
+            self._since_progress = 0
+            self.progressed_at = self._budget._clock()
+
+    async def admit(self, size: int) -> None:
+        """``grow(size)``, waiting for room as ``BodyBudget.admit`` does."""
+        await self._budget.admit(self, size)
+
+    def evict(self) -> None:
+        """Ask the holder to let go (its ``on_evict``); once only."""
+        callback = self.on_evict
+        if callback is None or self.evicted:
+            return
+        self.evicted = True
+        callback()
 
     def release(self) -> None:
         """Give every byte back (idempotent)."""
         if self._size:
-            self._budget._give(self._size)
+            self._budget._give(self, self._size)
             self._size = 0
 
     def __enter__(self) -> Reservation:

@@ -206,6 +206,28 @@ class ServerSettings(BaseModel):
         description="bytes of message bodies held in memory at once by one process, across "
         "every connection and adapter; past it a request gets 503 (milter: tempfail)",
     )
+    # Why a quarter: callers with a token (feedback, the console, trusted MTAs) then always
+    # find three quarters of the budget free of anonymous bodies, and one anonymous message at
+    # the 25 MiB cap still fits in the default 128 MiB.
+    anonymous_share: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="the share of max_buffered_bytes that HTTP requests without a valid API "
+        "token hold at most together, when API tokens are configured (past it: 503)",
+    )
+    budget_wait_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="a body that finds max_buffered_bytes full waits this long for room "
+        "(HTTP, spamd, milter) before it is refused (503, spamd 75, milter tempfail)",
+    )
+    stall_seconds: float = Field(
+        2.0,
+        gt=0,
+        description="while a body waits for room, bodies still arriving that sent under 8 KiB "
+        "in this long are cut off to make room (HTTP 408, spamd 79, milter: tempfail)",
+    )
     max_connections: int = Field(
         256, ge=1, description="concurrent HTTP connections per worker; more get 503"
     )
@@ -213,7 +235,9 @@ class ServerSettings(BaseModel):
         5.0, gt=0, description="an idle keep-alive HTTP connection is closed after this"
     )
     read_timeout_seconds: float = Field(
-        30.0, gt=0, description="a request body must arrive within this (slow clients: 408)"
+        30.0,
+        gt=0,
+        description="a whole request body must arrive within this, however it trickles (408)",
     )
     # Why 1: bench speed, 16 connections, one worker on 2 cores, classify/s (p99 ms): 94 (581)
     # with Starlette's 40 threads; 194 (159) with 1 thread, 167 (163) with 2, 138 (227) with
@@ -297,6 +321,15 @@ class MilterSettings(BaseModel):
     # libmilter's 7,210 s let about 1,000 idle connections use up the file descriptors.
     idle_timeout_seconds: float = Field(
         600.0, gt=0, description="a connection silent between frames for this long is closed"
+    )
+    # Why 30 s: the MTA streams a message's content from its own queue file, at once (a
+    # 25 MiB message over loopback takes under a second); only a stalled or hostile peer
+    # pauses mid-message, holding what it sent so far.
+    message_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="from a message's first header field to its end: a peer that has not "
+        "finished by then loses the connection (idle_timeout_seconds is for between messages)",
     )
     max_connections: int = Field(
         256, ge=1, description="concurrent MTA connections; more are closed at once"

@@ -44,8 +44,10 @@ valid token the clues that are header, address, URL or MIME tokens show their na
 weight only (`from:addr:*`), not the learned value.
 
 Limits: a body must arrive within the read timeout (408), stay under the size cap (413) and
-fit in the process's budget of message bytes in flight (503 `overloaded`, with Retry-After);
-past the connection cap the server answers 503 before the request reaches the app.
+fit in the process's budget of message bytes in flight, counted as they arrive (callers
+without a token share a quarter of it): a body waits a few seconds for room, while bodies
+that stopped arriving are cut off (408), then gets 503 `overloaded` with Retry-After; past
+the connection cap the server answers 503 before the request reaches the app.
 """
 
 
@@ -68,7 +70,7 @@ def create_app(settings: Settings, service: SpamFilter | None = None) -> FastAPI
     )
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.budget = BodyBudget(settings.server.max_buffered_bytes)
+    app.state.budget = BodyBudget.for_server(settings.server)
     app.state.service_slots = service_slots(settings.server.service_threads)
     app.state.service = service
     install_error_handlers(app)

@@ -93,6 +93,15 @@ async def caller_is_trusted(
     return credentials is not None and _is_configured(credentials.credentials, settings.api_tokens)
 
 
+def carries_token(request: Request, settings: Settings) -> bool:
+    """Whether the request may use what token holders may (as ``caller_is_trusted``), read
+    straight from its Authorization header: for code that runs outside dependencies."""
+    if not settings.api_tokens:
+        return True
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and _is_configured(given.strip(), settings.api_tokens)
+
+
 def _is_configured(given: str, tokens: list[str]) -> bool:
     # Compare with every token, in constant time per token, so timing reveals nothing.
     matches = [hmac.compare_digest(given.encode(), token.encode()) for token in tokens]

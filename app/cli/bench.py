@@ -114,6 +114,26 @@ def bench() -> None:
 @click.option("--no-memory", is_flag=True, help="Skip the tracemalloc run (faster).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--check", is_flag=True, help="Exit 1 when any shape breaks a bound.")
+@click.option(
+    "--holds",
+    is_flag=True,
+    help="Instead: connections that hold memory without finishing, against HTTP, spamd and "
+    "the milter on loopback, beside honest clients (--check: exit 1 when one fails).",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=1.0),
+    default=60.0,
+    show_default=True,
+    help="With --holds: seconds to run.",
+)
+@click.option(
+    "--holders",
+    type=click.IntRange(1, 100),
+    default=12,
+    show_default=True,
+    help="With --holds: connections per attack.",
+)
 @pass_state
 def hostile(
     state: CliState,
@@ -125,8 +145,15 @@ def hostile(
     no_memory: bool,
     as_json: bool,
     check: bool,
+    holds: bool,
+    duration: float,
+    holders: int,
 ) -> None:
-    """Time every hostile message shape at growing sizes through analyse and classify."""
+    """Time every hostile message shape at growing sizes through analyse and classify; or,
+    with --holds, keep connections holding memory beside honest clients."""
+    if holds:
+        _holds(state, duration, holders, as_json, check)
+        return
     cap = state.settings.server.max_message_bytes
     if max_size is not None and max_size > cap:
         raise fail(f"--max-size {format_size(max_size)} is over the cap {cap} bytes", EXIT_USAGE)
@@ -172,6 +199,41 @@ def hostile(
         finally:
             service.close()
     _finish(results, bounds, as_json, check)
+
+
+def _holds(state: CliState, duration: float, holders: int, as_json: bool, check: bool) -> None:
+    """``bench hostile --holds``: see ``app.evaluation.hold_bench``."""
+    import secrets
+
+    from app.evaluation.hold_bench import HoldPlan, format_holds, holds_json
+    from app.evaluation.hold_servers import measure_holds
+
+    token = secrets.token_urlsafe(24)
+    server = state.settings.server
+    # An eighth of the budget each: a dozen holders would hold it all half again over.
+    hold_bytes = min(server.max_buffered_bytes // 8, server.max_message_bytes - 1)
+    plan = HoldPlan(duration, holders, hold_bytes, server.max_message_bytes, token)
+    with tempfile.TemporaryDirectory(prefix="spamfilter-bench-") as workdir:
+        settings = state.settings.model_copy(
+            update={
+                "database_url": f"sqlite:///{Path(workdir) / 'bench.db'}",
+                "training_mode": "everything",
+                "api_tokens": [token],
+            }
+        )
+        service = build(settings, recorded=False)
+        try:
+            for raw, label in training_messages():
+                service.learn(raw, label)
+            report = measure_holds(service, settings, plan)
+        finally:
+            service.close()
+    if as_json:
+        click.echo(json.dumps(holds_json(report, plan), indent=1))
+    else:
+        click.echo("\n".join(format_holds(report, plan)))
+    if check and not report.ok:
+        raise fail("honest requests failed while connections held memory", EXIT_PROCESSING)
 
 
 def _printer(name: str, bounds: Bounds) -> Callable[[Measurement], None]:

@@ -7,6 +7,7 @@ by itself within seconds; no test asserts a duration beyond those upper bounds.
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 import uvicorn
 
 from app.api.connections import server_options
+from app.api.console.session import COOKIE, Role
 from tests.api.conftest import Api, MakeApi
 from tests.api.samples import HAMMY, message
 
@@ -218,23 +220,133 @@ def test_past_the_connection_cap_the_server_answers_503(serve: Serve) -> None:
         time.sleep(0.05)
 
 
-def test_a_body_past_the_budget_gets_503_and_the_budget_is_given_back(serve: Serve) -> None:
-    served = serve(server={"max_buffered_bytes": 4096, "read_timeout_seconds": 5.0})
-    budget = served.api.app.state.budget
-    raw = message("budget", "z" * 3000)
-    with served.connect() as first, served.connect() as second:
-        first.sendall(post_head("/v1/classify", len(raw)) + raw[:100])
-        give_up = time.monotonic() + DEADLINE
-        while budget.held < len(raw):  # the first body's declared length is held
-            assert time.monotonic() < give_up, f"held {budget.held}, expected {len(raw)}"
-            time.sleep(0.01)
+TOKEN = "hold-test-token"
 
-        second.sendall(post_head("/v1/classify", len(raw)) + raw)
-        refused = read_reply(second)
+
+def post(path: str, raw: bytes, token: str | None = None) -> bytes:
+    """A whole POST of ``raw``, with ``token`` as its bearer when given."""
+    auth = "" if token is None else f"Authorization: Bearer {token}\r\n"
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: {len(raw)}\r\n\r\n"
+    return head.encode() + raw
+
+
+def answer(served: Served, request: bytes) -> Reply:
+    """The reply to ``request`` on a fresh connection."""
+    with served.connect() as sock:
+        sock.sendall(request)
+        return read_reply(sock)
+
+
+def wait_for_held(served: Served, size: int) -> None:
+    """Until the server's budget holds ``size`` bytes (within the socket deadline)."""
+    budget = served.api.app.state.budget
+    give_up = time.monotonic() + DEADLINE
+    while budget.held != size:
+        assert time.monotonic() < give_up, f"held {budget.held}, expected {size}"
+        time.sleep(0.01)
+
+
+def test_bodies_announced_but_never_sent_hold_nothing(serve: Serve) -> None:
+    """A dozen connections announce a body at the 25 MiB cap and send none of it: the budget
+    (128 MiB) holds nothing for them, and classify and feedback, with and without a token,
+    are served meanwhile."""
+    served = serve(api_tokens=[TOKEN], server={"read_timeout_seconds": 10.0})
+    cap = served.api.settings.server.max_message_bytes
+    holders = [served.connect() for _ in range(12)]
+    try:
+        for sock in holders:
+            sock.sendall(post_head("/v1/classify", cap))
+        for request in (
+            post("/v1/classify", HAMMY),
+            post("/v1/classify", HAMMY, TOKEN),
+            post("/v1/feedback?label=ham", HAMMY, TOKEN),
+        ):
+            reply = answer(served, request)
+            assert reply.status == 200, reply.body
+        assert served.api.app.state.budget.held == 0
+    finally:
+        for sock in holders:
+            sock.close()
+
+
+def test_stalled_bodies_are_cut_off_when_others_wait_for_room(serve: Serve) -> None:
+    """Four anonymous clients each send 8 KiB of a body and stop: together they fill the
+    anonymous share. A client with a token is served past them at once; an anonymous one
+    waits, the stalled bodies are cut off (408) and it is served."""
+    served = serve(
+        api_tokens=[TOKEN],
+        server={
+            "max_buffered_bytes": 64 * 1024,
+            "anonymous_share": 0.5,
+            "stall_seconds": 0.3,
+            "budget_wait_seconds": 5.0,
+            "read_timeout_seconds": 10.0,
+        },
+    )
+    holders = [served.connect() for _ in range(4)]
+    with holders[0], holders[1], holders[2], holders[3]:
+        for sock in holders:
+            sock.sendall(post_head("/v1/classify", 20_000) + b"x" * 8192)
+        wait_for_held(served, 4 * 8192)
+        assert answer(served, post("/v1/feedback?label=ham", HAMMY, TOKEN)).status == 200
+        assert answer(served, post("/v1/classify", HAMMY)).status == 200
+        wait_for_held(served, 3 * 8192)  # one was enough to make room, and one was cut
+        readable, _, _ = select.select(holders, [], [], DEADLINE)
+        assert len(readable) == 1
+        cut = read_reply(readable[0])
+        assert cut.status == 408
+        assert b"cut off" in cut.body
+    wait_for_held(served, 0)
+
+
+def test_a_body_that_finds_no_room_in_time_gets_503(serve: Serve) -> None:
+    """A body still arriving is never cut off: one that wants its room waits, then 503."""
+    served = serve(
+        server={
+            "max_buffered_bytes": 4096,
+            "budget_wait_seconds": 0.5,
+            "stall_seconds": 60.0,
+            "read_timeout_seconds": 10.0,
+        }
+    )
+    raw = message("budget", "z" * 3000)
+    with served.connect() as first:
+        first.sendall(post_head("/v1/classify", len(raw)) + raw[:2000])
+        wait_for_held(served, 2000)
+        refused = answer(served, post("/v1/classify", raw))
         assert refused.status == 503
         assert b'"error":"overloaded"' in refused.body
         assert refused.headers["retry-after"] == "1"
-
-        first.sendall(raw[100:])
+        first.sendall(raw[2000:])
         assert read_reply(first).status == 200
-    assert budget.held == 0
+    wait_for_held(served, 0)
+
+
+def test_an_oversized_console_field_is_refused_before_the_rest_of_the_form(
+    serve: Serve,
+) -> None:
+    """A read-only session posts a scan form with a field three times the message cap: the
+    413 page comes while most of the form is still unsent, and does not repeat the field."""
+    cap = 64 * 1024
+    served = serve(
+        api_tokens=[TOKEN],
+        read_tokens=["reader-token"],
+        server={"max_message_bytes": cap, "read_timeout_seconds": 10.0},
+    )
+    keys = served.api.app.state.console_keys
+    cookie = keys.issue("reader-token", Role.READ)
+    session = keys.session(cookie)
+    assert session is not None
+    form = f"csrf={keys.csrf(session.nonce)}&action=classify&raw=".encode() + b"zq" * cap
+    head = (
+        f"POST /ui/scan HTTP/1.1\r\nHost: t\r\nCookie: {COOKIE}={cookie}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {len(form)}\r\n\r\n"
+    ).encode()
+    with served.connect() as sock:
+        sock.sendall(head + form[: cap + 4096])  # past the cap, far from the end of the form
+        reply = read_reply(sock)
+    assert reply.status == 413
+    assert b"message_too_large" in reply.body
+    assert b"zqzq" not in reply.body
+    wait_for_held(served, 0)

@@ -13,10 +13,18 @@ Limits, all from settings:
 * ``milter.idle_timeout_seconds`` between frames: Postfix holds one milter connection for a
   whole SMTP session, and the client may idle between commands for up to ``smtpd_timeout``
   (300 s), so a silent connection is closed only after this much longer limit.
+* ``milter.message_timeout_seconds`` from a message's first header field to its end of
+  message: the MTA sends the content from its own queue file, at once, so a peer that stops
+  or trickles mid-message (holding the bytes buffered so far) is cut off in seconds, not
+  after the idle timeout.
 * ``milter.max_connections`` connections at once; one more is closed as soon as it is
   accepted (with a log line), and the MTA applies its own ``milter_default_action``.
 * ``server.max_buffered_bytes``: the bytes every session of the process buffers come from one
-  BodyBudget; a message that finds it full is tempfailed (see ``session``).
+  BodyBudget as they arrive; a frame that finds it full waits for room (up to
+  ``server.budget_wait_seconds``) while messages that stalled are cut off, and a message
+  that finds no room, or is cut off, is tempfailed (see ``session``).
+* macros and recipients are capped (``envelope``): past a cap the command gets a tempfail
+  (452 4.5.3 for a recipient) and the connection is closed.
 * ``protocol.MAX_FRAME``: a longer frame ends the connection; ``server.max_message_bytes``:
   a longer message is cut there and its head classified (see ``session``).
 
@@ -49,7 +57,7 @@ from app.adapters.milter.protocol import (
     ProtocolError,
 )
 from app.adapters.milter.responses import Response, encode
-from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Session
+from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Refuse, Session
 from app.admission import BodyBudget, in_thread
 from app.binding import Endpoint, check_open_listener, parse_socket
 from app.bootstrap import daemon_service, migrate_database
@@ -139,12 +147,13 @@ class MilterServer:
         self._service = service
         self._timeout = settings.milter.timeout_seconds
         self._idle_timeout = settings.milter.idle_timeout_seconds
+        self._message_timeout = settings.milter.message_timeout_seconds
         self._max_connections = settings.milter.max_connections
         self._max_message_bytes = settings.server.max_message_bytes
         self._on_error = settings.mail.on_error
         self._recipients = settings.milter.recipients
         if budget is None:
-            budget = BodyBudget(settings.server.max_buffered_bytes)
+            budget = BodyBudget.for_server(settings.server)
         self._budget = budget
         self._open = 0
         self._server: asyncio.AbstractServer | None = None
@@ -195,7 +204,14 @@ class MilterServer:
         try:
             await self._converse(session, reader, writer)
         except TimeoutError:
-            log.info("milter peer silent too long; closing the connection")
+            if session.in_content:
+                log.warning(
+                    "milter peer did not finish a message within %g seconds; closing the "
+                    "connection",
+                    self._message_timeout,
+                )
+            else:
+                log.info("milter peer silent too long; closing the connection")
         except ProtocolError as error:
             log.warning("milter protocol error, closing the connection: %s", error)
         except (ConnectionError, asyncio.IncompleteReadError) as error:
@@ -213,25 +229,52 @@ class MilterServer:
         decoder = FrameDecoder()
         loop = asyncio.get_running_loop()
         frame_deadline: float | None = None  # when the frame begun must be whole
+        content_deadline: float | None = None  # when the message begun must be whole
         while True:
             wait = self._idle_timeout
-            if frame_deadline is not None:
-                wait = max(frame_deadline - loop.time(), 0.0)
+            for deadline in (frame_deadline, content_deadline):
+                if deadline is not None:
+                    wait = min(wait, max(deadline - loop.time(), 0.0))
             data = await asyncio.wait_for(reader.read(READ_SIZE), wait)
             if not data:
                 return
             commands = decoder.feed(data)
-            for command in commands:
-                outcome = session.handle(_logged(command))
-                if isinstance(outcome, Close):
-                    return
-                writer.write(await self._respond(session, outcome))
+            ended = await self._answer(session, commands, writer)
             await asyncio.wait_for(writer.drain(), self._timeout)
+            if ended:
+                return
             # A new frame's clock starts once we have answered the ones before it.
             if commands or not decoder.pending:
                 frame_deadline = None
             if decoder.pending and frame_deadline is None:
                 frame_deadline = loop.time() + self._timeout
+            if not session.in_content:
+                content_deadline = None
+            elif content_deadline is None:
+                content_deadline = loop.time() + self._message_timeout
+
+    async def _answer(
+        self, session: Session, commands: list[Command], writer: asyncio.StreamWriter
+    ) -> bool:
+        """Write the replies to ``commands``; True when the connection is to end."""
+        for command in commands:
+            if size := session.wants(command):
+                await self._room(session, size)
+            outcome = session.handle(_logged(command))
+            if isinstance(outcome, Close):
+                return True
+            if isinstance(outcome, Refuse):
+                log.warning("milter: %s; refused, closing the connection", outcome.reason)
+                writer.write(_encoded(outcome.responses))
+                return True
+            writer.write(await self._respond(session, outcome))
+        return False
+
+    async def _room(self, session: Session, size: int) -> None:
+        """Wait (a little) for room in the budget for ``size`` more bytes of the message; on
+        none, the session finds the budget full and the message ends in a tempfail."""
+        with contextlib.suppress(Overloaded):
+            await self._budget.room_for(session.hold, size)
 
     async def _respond(self, session: Session, outcome: Outcome) -> bytes:
         """The bytes to send for what the session made of one command."""
@@ -248,7 +291,7 @@ class MilterServer:
                 limit,
             )
             return _encoded(session.failure("tempfail"))
-        assert not isinstance(outcome, Close)
+        assert not isinstance(outcome, (Close, Refuse))
         return _encoded(outcome)
 
     async def _evaluate(self, session: Session, message: Message) -> bytes:

@@ -16,10 +16,14 @@ that would deliver a sender's forged ``X-Spam-Flag: NO`` as if we had written it
 and actions come from the service; nothing here decides what is spam.
 
 Memory: the bytes a session buffers are drawn from the process's ``BodyBudget`` (shared by
-every connection). When the budget is full the session stops buffering, asks the MTA to skip
+every connection), as they arrive. When the budget is full, or cuts the message off because
+it stalled while others waited for room, the session stops buffering, asks the MTA to skip
 the rest of the body and, at end of message, answers ``NoRoom``: the transport tempfails it,
 whatever ``mail.on_error`` says, since a full budget is transient. At end of message the
 reservation moves into the ``Message``; whoever classifies it gives the bytes back.
+
+Macros and recipients are counted and capped (``envelope``): past a cap the session answers
+``Refuse`` (a tempfail, or 452 4.5.3 for recipients) and the transport closes the connection.
 
 Size cap: at most ``max_message_bytes`` (the service's hard cap) are buffered. Beyond it the
 session stops buffering, asks the MTA to skip the rest of the body (SMFIR_SKIP, when the MTA
@@ -34,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from app.adapters.milter.envelope import Macros, Recipients
 from app.adapters.milter.protocol import (
     Abort,
     Action,
@@ -75,6 +80,8 @@ if TYPE_CHECKING:
 WANTED_ACTIONS = Action.ADD_HEADERS | Action.CHANGE_HEADERS | Action.QUARANTINE
 WANTED_STEPS = Step.SKIP
 REJECT = ReplyCode("550", "5.7.1", "Message rejected as spam")
+# What Postfix answers past smtpd_recipient_limit.
+TOO_MANY_RECIPIENTS = ReplyCode("452", "4.5.3", "Error: too many recipients")
 OWN_HEADER_PREFIX = "x-spam-"
 CRLF = b"\r\n"
 
@@ -113,7 +120,15 @@ class Close:
     """The MTA said QUIT: close the connection without a reply."""
 
 
-Outcome = tuple[Response, ...] | Message | NoRoom | Close
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The MTA broke a limit of the session (``reason``): send ``responses``, then close."""
+
+    responses: tuple[Response, ...]
+    reason: str
+
+
+Outcome = tuple[Response, ...] | Message | NoRoom | Close | Refuse
 CLOSE = Close()
 _CONTINUE: tuple[Response, ...] = (Continue(),)
 
@@ -126,10 +141,10 @@ class Session:
         alone, which the size cap never fills)."""
         self._cap = max_message_bytes
         self._budget = budget if budget is not None else BodyBudget(max_message_bytes)
-        self._hold = self._budget.reserve()
+        self._hold = self._budget.reserve(on_evict=self._cut_off)
         self.actions = Action(0)
         self.steps = Step(0)
-        self.macros: dict[str, str] = {}
+        self._macros = Macros()
         self._deletions: tuple[Response, ...] = ()
         self._reset_message()
 
@@ -141,17 +156,18 @@ class Session:
                 reply = negotiate(command, WANTED_ACTIONS, WANTED_STEPS)
                 self.actions, self.steps = reply.actions, reply.steps
                 return (reply,)
-            case DefineMacros(macros=macros):
-                self.macros.update(macros)
-                return ()
+            case DefineMacros(stage=stage, macros=macros):
+                # No reply is due to macros: the command they come before gets the tempfail.
+                reason = self._macros.define(stage, macros)
+                return () if reason is None else Refuse((TempFail(),), reason)
             case Header() | EndOfHeaders() | BodyChunk() | EndOfMessage():
                 return self._content(command)
             case MailFrom():
                 self._reset_message()
                 return _CONTINUE
             case RcptTo(address=address):
-                self._recipients.append(address)
-                return _CONTINUE
+                reason = self._recipients.add(address)
+                return _CONTINUE if reason is None else Refuse((TOO_MANY_RECIPIENTS,), reason)
             case Connect() | Helo() | Data() | Unknown():
                 return _CONTINUE
             case Abort():
@@ -159,13 +175,14 @@ class Session:
                 return ()
             case QuitNewConnection():
                 self._reset_message()
-                self.macros.clear()
+                self._macros.clear()
                 return ()
             case Quit():
                 return CLOSE
         raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
 
     def _content(self, command: Header | EndOfHeaders | BodyChunk | EndOfMessage) -> Outcome:
+        self._in_content = True
         match command:
             case Header():
                 self._add_header(command)
@@ -203,18 +220,59 @@ class Session:
         return (*self._deletions, Continue())
 
     def close(self) -> None:
-        """The connection ended: give back the bytes of a message in progress (idempotent)."""
+        """The connection ended: give back the bytes of a message in progress, and drop the
+        macros (idempotent)."""
         self._reset_message()
+        self._macros.clear()
+
+    @property
+    def macros(self) -> dict[str, str]:
+        """The macros the MTA has defined, a later stage's value over an earlier one's."""
+        return self._macros.as_dict()
 
     @property
     def buffered(self) -> int:
         """Bytes of the message in progress held from the budget."""
         return self._hold.size
 
+    @property
+    def hold(self) -> Reservation:
+        """The budget reservation of the message in progress."""
+        return self._hold
+
+    @property
+    def in_content(self) -> bool:
+        """Whether a message's content (header fields, body) has begun and not yet ended."""
+        return self._in_content
+
+    def wants(self, command: Command) -> int:
+        """About how many bytes ``command`` would add to the buffer (0: none, or the message
+        is cut already), so that the transport can wait for room in the budget first."""
+        if self._no_room or self._truncated:
+            return 0
+        match command:
+            case Header(name=name, value=value):
+                size = len(name) + len(value) + 4
+            case BodyChunk(data=data) | EndOfMessage(data=data):
+                size = len(data) + 2
+            case _:
+                return 0
+        return min(size, self._cap - len(self._buffer))
+
+    def _cut_off(self) -> None:
+        """The budget cut this message off (it stalled while others waited for room): drop
+        its bytes now; at its end it is NoRoom, and tempfailed."""
+        self._no_room = True
+        self._hold.release()
+        self._buffer = bytearray()
+
     def _reset_message(self) -> None:
         self._hold.release()
-        self._recipients: list[str] = []
+        # A fresh reservation per message: one cut off before stays cut off, this one not.
+        self._hold = self._budget.reserve(on_evict=self._cut_off)
+        self._recipients = Recipients()
         self._buffer = bytearray()
+        self._in_content = False
         self._in_body = False
         self._truncated = False
         self._no_room = False
@@ -264,8 +322,8 @@ class Session:
 
     def _message(self) -> Message | NoRoom:
         self._end_headers()
-        recipients = tuple(self._recipients)
-        queue_id = self.macros.get("i")
+        recipients = self._recipients.all()
+        queue_id = self._macros.get("i")
         # Last occurrence first, so deleting one never renumbers the next to delete.
         deletions: tuple[Response, ...] = ()
         if Action.CHANGE_HEADERS in self.actions:
@@ -275,8 +333,9 @@ class Session:
             self._deletions = deletions
             return NoRoom(queue_id)
         raw, hold, truncated = bytes(self._buffer), self._hold, self._truncated
+        hold.on_evict = None  # whole now: judged, never cut off
         self._buffer = bytearray()  # one copy of the message, not two, while it is judged
-        self._hold = self._budget.reserve()
+        self._hold = self._budget.reserve(on_evict=self._cut_off)
         self._reset_message()
         self._deletions = deletions
         return Message(raw, recipients, truncated, queue_id, hold)

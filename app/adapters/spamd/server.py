@@ -12,7 +12,9 @@ close. The limits come from settings:
 * ``server.max_message_bytes`` is the hard size cap: a larger Content-length is refused
   before a byte of the body is read;
 * ``server.max_buffered_bytes``: the bodies every connection holds come from one BodyBudget
-  per server; a body that finds it full gets ``75 Temporary failure: overloaded``;
+  per server, as their bytes arrive; a body that finds it full waits for room up to
+  ``server.budget_wait_seconds`` while bodies that stalled are cut off (``79 Timeout``),
+  then gets ``75 Temporary failure: overloaded``;
 * ``spamd.tell_from``: TELL (with ``spamd.allow_tell``) is refused before its body is read
   unless the peer's address is in one of these networks (``peers``);
 * ``spamd.max_connections`` requests are served at once; further connections wait in the
@@ -103,7 +105,7 @@ class SpamdServer:
         self._idle_timeout = settings.spamd.idle_timeout_seconds
         self._max_bytes = settings.server.max_message_bytes
         if budget is None:
-            budget = BodyBudget(settings.server.max_buffered_bytes)
+            budget = BodyBudget.for_server(settings.server)
         self._budget = budget
         self._slots = asyncio.Semaphore(settings.spamd.max_connections)
         self._listener: socket.socket | None = None
@@ -200,6 +202,9 @@ class SpamdServer:
         except IdleTimeout:
             return self._refuse(_timeout_error(self._idle_timeout))
         except TimeoutError:
+            if hold.evicted:
+                detail = "(cut off: the body stopped arriving while others waited for room)"
+                return self._refuse(SpamdError(ExitCode.TIMEOUT, detail))
             return self._refuse(_timeout_error(self._timeout))
         except ConnectionError:
             raise  # the client went away: nobody to answer
@@ -221,13 +226,17 @@ class SpamdServer:
     async def _receive(
         self, reader: asyncio.StreamReader, hold: Reservation, peer: IPAddress | None
     ) -> tuple[RequestHead, bytes]:
-        """The request, read within ``spamd.timeout_seconds``; ``hold`` is released if not."""
+        """The request, read within ``spamd.timeout_seconds`` (or until it is cut off as
+        stalled to make room: see ``app.admission``); ``hold`` is released if not."""
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout) as deadline:
+                hold.on_evict = functools.partial(deadline.reschedule, 0)  # 0: at once
                 return await self._read_request(reader, hold, peer)
         except BaseException:
             hold.release()
             raise
+        finally:
+            hold.on_evict = None  # read: its bytes are judged now, never cut off
 
     async def _read_request(
         self, reader: asyncio.StreamReader, hold: Reservation, peer: IPAddress | None
@@ -260,7 +269,7 @@ class SpamdServer:
             size += len(chunk)
             if size > self._max_bytes:
                 raise MessageTooLarge(f"message is over the limit of {self._max_bytes} bytes")
-            hold.grow(len(chunk))
+            await hold.admit(len(chunk))  # waits for room, cutting off stalled bodies
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -8,11 +8,10 @@ action into a 403 page. Every console response carries a strict Content-Security
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Annotated
-from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -20,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.admission import BodyBudget
 from app.api.body import read_message
+from app.api.console.forms import FormReader
 from app.api.console.markup import notice, page, refused_page
 from app.api.console.session import COOKIE, Keys, Session
 from app.api.dependencies import service_of
@@ -87,8 +87,9 @@ async def console_session(request: Request) -> Session:
 
 
 # A form without a message in it (login, logout, a history action): a token, a CSRF field,
-# an action name.
+# an action name. Any field of a form but a scan's message is at most FIELD_LIMIT bytes.
 FORM_LIMIT = 8192
+FIELD_LIMIT = 4096
 
 
 def scan_limit(settings: Settings) -> int:
@@ -96,28 +97,41 @@ def scan_limit(settings: Settings) -> int:
     return settings.server.max_message_bytes * 4 + 65536
 
 
+def scan_fields(settings: Settings) -> dict[str, int]:
+    """The most decoded bytes of each message field of the scan form: the pasted text and
+    the uploaded file (base64) of a message at the size cap."""
+    cap = settings.server.max_message_bytes
+    return {"raw": cap, "upload_b64": (cap + 2) // 3 * 4}
+
+
 @asynccontextmanager
-async def received_form(request: Request, limit: int = FORM_LIMIT) -> AsyncIterator[dict[str, str]]:
+async def received_form(
+    request: Request, limit: int = FORM_LIMIT, fields: Mapping[str, int] | None = None
+) -> AsyncIterator[dict[str, str]]:
     """The urlencoded form in the body (first value of each field), read as the API reads a
     message: at most ``limit`` bytes, within the read deadline, its bytes held from the
-    app's budget until the block ends (MessageTooLarge, RequestTimeout, Overloaded)."""
+    app's budget until the block ends (MessageTooLarge, RequestTimeout, Overloaded). A field
+    is refused (MessageTooLarge) as soon as its decoded bytes pass its cap in ``fields``, or
+    FIELD_LIMIT for any other, before the rest of the form is read."""
     settings: Settings = request.app.state.settings
     budget: BodyBudget = request.app.state.budget
+    reader = FormReader(fields or {}, FIELD_LIMIT)
     with budget.reserve() as hold:
         timeout = settings.server.read_timeout_seconds
-        body = await read_message(request, limit, hold, timeout, allow_empty=True)
-        text = body.decode("utf-8", "replace")
-        fields = parse_qs(text, keep_blank_values=True, errors="replace")
-        yield {name: values[0] for name, values in fields.items()}
+        await read_message(request, limit, hold, timeout, allow_empty=True, inspect=reader.feed)
+        yield reader.finish()
 
 
 @asynccontextmanager
 async def csrf_form(
-    request: Request, session: Session, limit: int = FORM_LIMIT
+    request: Request,
+    session: Session,
+    limit: int = FORM_LIMIT,
+    fields: Mapping[str, int] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """The POSTed form (see ``received_form``), once its CSRF token is the session's;
     Forbidden otherwise."""
-    async with received_form(request, limit) as form:
+    async with received_form(request, limit, fields) as form:
         if not keys_of(request).csrf_ok(session.nonce, form.get("csrf")):
             raise Forbidden("the form's CSRF token is missing or wrong; reload the page")
         yield form

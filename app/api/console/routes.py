@@ -30,6 +30,7 @@ from app.api.console.access import (
     open_session,
     received_form,
     require_admin,
+    scan_fields,
     scan_limit,
 )
 from app.api.console.health import probe_all
@@ -46,7 +47,7 @@ from app.api.console.pages import (
 from app.api.console.session import LOGIN_COOKIE, Session, new_nonce
 from app.api.dependencies import ServiceDep, SettingsDep
 from app.domain.labels import LABELS
-from app.errors import SpamFilterError
+from app.errors import MessageTooLarge, SpamFilterError
 from app.service import SpamFilter
 from app.service.console_access import client_key
 from app.service.history import EntryFilter
@@ -236,10 +237,24 @@ async def scan_form(request: Request, session: SessionDep) -> Response:
 
 @router.post("/scan")
 async def scan(request: Request, session: SessionDep, service: ServiceDep) -> Response:
-    """Classify the message; learn or forget it (admin)."""
-    limit = scan_limit(request.app.state.settings)
-    async with csrf_form(request, session, limit) as form:  # held until the answer is made
-        return await _scan(request, session, service, form)
+    """Classify the message; learn or forget it (admin). A field over its cap is refused
+    before the rest of the form is read, on a page that does not show the field again."""
+    settings = request.app.state.settings
+    limit, fields = scan_limit(settings), scan_fields(settings)
+    try:
+        async with csrf_form(request, session, limit, fields) as form:  # held until answered
+            return await _scan(request, session, service, form)
+    except MessageTooLarge as error:
+        return _scan_refused(request, session, error, 413)
+
+
+def _scan_refused(
+    request: Request, session: Session, error: SpamFilterError, status_code: int
+) -> Response:
+    """The scan page with ``error`` and an empty form: what was sent is never echoed back."""
+    told = f"{error.code}: {error}"
+    body = scan_body(keys_of(request).csrf(session.nonce), session.is_admin, error=told)
+    return _page(request, session, "Scan and learn", body, "scan", status_code)
 
 
 async def _scan(
@@ -259,8 +274,7 @@ async def _scan(
             learned = await call_service(request, service.learn, raw, action, form="auto")
         result = await call_service(request, service.classify, raw, form="auto")
     except SpamFilterError as error:
-        body = scan_body(csrf, session.is_admin, raw_text, error=f"{error.code}: {error}")
-        return _page(request, session, "Scan and learn", body, "scan", 400)
+        return _scan_refused(request, session, error, 400)
     shown = raw_text or raw.decode("utf-8", "replace")
     body = scan_body(csrf, session.is_admin, shown, result, learned)
     return _page(request, session, "Scan and learn", body, "scan")

@@ -32,6 +32,7 @@ from app.admission import BodyBudget
 from app.binding import parse_socket
 from app.service import SpamFilter
 from app.settings import Settings
+from tests.adapters.milter.wire import Peer
 from tests.adapters.peers import require_program
 from tests.builders import (
     COMMON_WORDS,
@@ -315,3 +316,17 @@ def miltertest() -> Callable[..., subprocess.CompletedProcess[str]]:
         return result
 
     return run
+
+
+@pytest.fixture
+def peer_factory() -> Iterator[Callable[[str], Peer]]:
+    """Connects hand-written MTAs (``wire.Peer``) to an address; closed at teardown."""
+    peers: list[Peer] = []
+
+    def connect(address: str) -> Peer:
+        peers.append(Peer(address))
+        return peers[-1]
+
+    yield connect
+    for peer in peers:
+        peer.sock.close()

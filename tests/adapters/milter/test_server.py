@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,9 @@ from app.errors import ConfigurationError, StorageUnavailable
 from app.evaluation.hostile import shape
 from app.settings import Settings
 from tests.adapters.milter.conftest import InProcessMilter, hammy_message, spammy_message
+from tests.adapters.milter.wire import OFFER, Peer, closed, conversation, frame, send
 
 StartMilter = Callable[[Settings, str], InProcessMilter]
-OFFER = struct.pack("!III", 6, 0x1FF, 0x1FFFFF)
 
 
 @pytest.mark.parametrize(
@@ -87,78 +87,7 @@ def test_the_command_refuses_before_touching_the_database(
     assert not database.exists()
 
 
-# A real socket, driven by hand ------------------------------------------------------------
-
-
-def frame(body: bytes) -> bytes:
-    return struct.pack("!I", len(body)) + body
-
-
-def conversation(raw: bytes, negotiate: bool = True) -> list[bytes]:
-    """The frame bodies of one message as Postfix sends them (headers, one body chunk)."""
-    head, _, body = raw.partition(b"\r\n\r\n")
-    frames = [b"O" + OFFER] if negotiate else []
-    frames += [b"Cclient\x004\x00\x19192.0.2.1\x00", b"Hclient\x00", b"DMi\x00QID7\x00"]
-    frames += [b"M<a@example.org>\x00", b"R<b@example.net>\x00", b"T"]
-    for line in head.split(b"\r\n"):
-        name, _, value = line.partition(b": ")
-        frames.append(b"L" + name + b"\0" + value + b"\0")
-    return [*frames, b"N", b"B" + body, b"E"]
-
-
-def send(peer: Peer, frames: list[bytes]) -> tuple[list[bytes], list[bytes]]:
-    """Send the frames at once; return the replies before end of message (one per frame but
-    macros) and the end-of-message responses."""
-    peer.sock.sendall(b"".join(frame(body) for body in frames))
-    early = [peer.response() for body in frames[:-1] if body[:1] != b"D"]
-    return early, peer.until_final()
-
-
-class Peer:
-    """An MTA written by hand: raw frames out, raw responses in."""
-
-    def __init__(self, address: str) -> None:
-        endpoint = parse_socket(address)
-        if endpoint.kind == "unix":
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(endpoint.path)
-        else:
-            self.sock = socket.create_connection((endpoint.host, endpoint.port))
-        self.sock.settimeout(10)
-
-    def response(self) -> bytes:
-        """One response frame's code and data; b"" when the milter closed the connection."""
-        head = self._exactly(4)
-        return self._exactly(struct.unpack("!I", head)[0]) if head else b""
-
-    def until_final(self) -> list[bytes]:
-        """Responses up to a final end-of-message one (continue, accept, reject, ...)."""
-        responses = [self.response()]
-        while responses[-1][:1] not in (b"c", b"a", b"r", b"t", b"d", b"y", b""):
-            responses.append(self.response())
-        return responses
-
-    def _exactly(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            piece = self.sock.recv(size - len(data))
-            if not piece:
-                return b""
-            data += piece
-        return data
-
-
-@pytest.fixture
-def peer_factory() -> Iterator[Callable[[str], Peer]]:
-    peers: list[Peer] = []
-
-    def connect(address: str) -> Peer:
-        peers.append(Peer(address))
-        return peers[-1]
-
-    yield connect
-    for peer in peers:
-        peer.sock.close()
+# A real socket, driven by hand (tests/adapters/milter/wire.py) -------------------------
 
 
 def test_one_byte_at_a_time_every_command_is_answered(
@@ -235,14 +164,6 @@ def test_an_idle_connection_outlives_the_timeout_until_the_idle_limit(
     peer.sock.sendall(frame(b"Hclient\x00"))
     assert peer.response() == b"c"
     assert peer.response() == b""  # then silent past idle_timeout_seconds: closed
-
-
-def closed(peer: Peer) -> bool:
-    """True once the milter has closed the connection (EOF, or a reset for unread input)."""
-    try:
-        return peer.response() == b""
-    except ConnectionResetError:
-        return True
 
 
 def wait_for_connections(milter: InProcessMilter, count: int) -> None:

@@ -308,3 +308,16 @@ def test_abort_and_close_give_the_bytes_of_a_message_in_progress_back() -> None:
     session.close()
     session.close()
     assert budget.held == 0
+
+
+def test_a_message_cut_off_by_the_budget_gives_its_bytes_back_and_ends_in_no_room() -> None:
+    budget = BodyBudget(1024, stall_seconds=0.0)
+    session = Session(1024, budget)
+    session.handle(EVERYTHING)
+    for _ in range(2):  # the next message on the connection may be cut off too
+        feed(session, transaction(("Subject", b"x"))[:-1])
+        assert budget.held == session.buffered > 0
+        waiter = budget.reserve()
+        assert budget.evict_stalled(waiter, 1024) == 1
+        assert budget.held == 0  # at once, for the waiter
+        assert session.handle(EndOfMessage(b"")) == NoRoom(queue_id=None)

@@ -136,7 +136,7 @@ def sqlite_spamd(
 ) -> SpamdFactory:
     """Like ``make_spamd`` on a SQLite file only, for transport tests the database cannot
     change (framing, timeouts, caps): they need not run twice. ``max_buffered_bytes`` sets
-    the process's BodyBudget."""
+    the process's BodyBudget; ``server`` any other ServerSettings fields."""
     drop_settings(monkeypatch)
 
     def make(
@@ -144,12 +144,14 @@ def sqlite_spamd(
         trained: bool = False,
         max_message_bytes: int | None = None,
         max_buffered_bytes: int | None = None,
+        server: dict[str, Any] | None = None,
         **spamd: Any,
     ) -> Spamd:
         overrides = spamd_overrides(**spamd)
-        server = {"max_message_bytes": max_message_bytes, "max_buffered_bytes": max_buffered_bytes}
-        if any(value is not None for value in server.values()):
-            overrides["server"] = {k: v for k, v in server.items() if v is not None}
+        sizes = {"max_message_bytes": max_message_bytes, "max_buffered_bytes": max_buffered_bytes}
+        chosen = {**{k: v for k, v in sizes.items() if v is not None}, **(server or {})}
+        if chosen:
+            overrides["server"] = chosen
         url = f"sqlite:///{tmp_path / 'spamd.db'}"
         settings = Settings(_env_file=None, database_url=url, **overrides)
         service = make_service(settings)

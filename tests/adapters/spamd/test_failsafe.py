@@ -9,6 +9,7 @@ database, so they run on SQLite only.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable
 
@@ -156,6 +157,42 @@ def test_a_body_over_the_buffered_bytes_budget_is_a_temporary_failure(
     # a message that fits is judged as ever
     assert exchange(spamd.port, check()).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: False ; ")
     assert spamd.server.budget.held == 0
+
+
+def test_a_trickled_body_holding_the_budget_is_cut_off_for_a_waiting_client(
+    sqlite_spamd: SpamdFactory,
+) -> None:
+    """A client sends most of the budget's worth of body, then a byte every 0.1 s (under the
+    idle timeout, so it never times out by itself): a CHECK that needs room waits, the
+    trickler is cut off (79) and the CHECK answered."""
+    budget = {"stall_seconds": 0.5, "budget_wait_seconds": 5.0, "max_buffered_bytes": 65_536}
+    spamd = sqlite_spamd(trained=True, timeout_seconds=20, idle_timeout_seconds=5, server=budget)
+    stop = threading.Event()
+    with socket.create_connection(("127.0.0.1", spamd.port), timeout=10) as holder:
+        holder.sendall(b"CHECK SPAMC/1.5\r\nContent-length: 100000\r\n\r\n" + b"x" * 65_400)
+        give_up = time.monotonic() + 10
+        while spamd.server.budget.held < 65_400:
+            assert time.monotonic() < give_up, "the body never reached the budget"
+            time.sleep(0.01)
+        sender = threading.Thread(target=drip, args=(holder, stop), daemon=True)
+        sender.start()
+        try:
+            answered = exchange(spamd.port, check())
+            assert answered.startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: False ; "), answered
+            assert read_all(holder).startswith(b"SPAMD/1.0 79 Timeout: (cut off")
+        finally:
+            stop.set()
+            sender.join(10)
+    wait_until_released(lambda: spamd.server.budget.held)
+
+
+def drip(sock: socket.socket, stop: threading.Event) -> None:
+    """A byte every 0.1 s on ``sock`` until ``stop`` or an error."""
+    while not stop.wait(0.1):
+        try:
+            sock.sendall(b"y")
+        except OSError:
+            return
 
 
 def test_a_slow_service_is_a_temporary_failure_and_its_bytes_come_back_when_it_ends(
