@@ -94,7 +94,8 @@ def test_macros_past_their_cap_are_tempfailed_and_the_connection_closed(
     value = b"v" * (MAX_MACRO_BYTES // 2)
     for stage in (b"C", b"H", b"M"):  # each a new stage: together past the cap
         peer.sock.sendall(frame(b"D" + stage + b"{name_" + stage + b"}\x00" + value + b"\x00"))
-    peer.sock.sendall(frame(b"M<a@example.org>\x00"))
+    # The tempfail comes at once and the milter closes: a command sent after it would race
+    # the close (EPIPE, or a reset that drops the unread tempfail), so none is sent.
     assert peer.response() == b"t"
     assert closed_after_replies(peer)
     give_up = time.monotonic() + 10
