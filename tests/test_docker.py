@@ -76,8 +76,9 @@ def resolve(args: Sequence[str]) -> tuple[click.Command, list[str]]:
     words = list(args)
     while words and isinstance(command, click.Group) and not words[0].startswith("-"):
         name = words.pop(0)
-        assert name in command.commands, f"spamfilter has no command {' '.join(args)!r}"
-        command = command.commands[name]
+        found = command.get_command(click.Context(command), name)
+        assert found is not None, f"spamfilter has no command {' '.join(args)!r}"
+        command = found
     return command, [w.split("=", 1)[0] for w in words if w.startswith("-")]
 
 

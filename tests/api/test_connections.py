@@ -332,6 +332,7 @@ def test_an_oversized_console_field_is_refused_before_the_rest_of_the_form(
         api_tokens=[TOKEN],
         read_tokens=["reader-token"],
         server={"max_message_bytes": cap, "read_timeout_seconds": 10.0},
+        console={"session_key": "a configured key"},  # the keys exist before the first login
     )
     keys = served.api.app.state.console_keys
     cookie = keys.issue("reader-token", Role.READ)
