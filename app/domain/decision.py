@@ -71,18 +71,30 @@ def worth_learning(
     margin: float,
     label_messages: int = 0,
     min_messages: int = 0,
+    *,
+    novelty: float = 0.0,
+    novelty_margin: float = 0.0,
 ) -> bool:
-    """Thick training: learn unless the model already gets ``label`` right by ``margin`` nats.
+    """Thick training: learn unless the model already gets ``label`` right by ``margin`` nats
+    and knows most of the message.
 
     ``log_odds`` is None when the model cannot score yet (a label has no messages): learn.
     Right means on the correct side of 0 (log P(positive|x) > log P(other|x) for positive).
     A label with ``label_messages`` < ``min_messages`` learned messages learns every message:
     verdicts wait for that many of each label (see ``decide``), and skipping confident
     messages could hold them back for ever.
+
+    ``novelty`` is the share of the message's distinct tokens the model has never learned
+    (0 to 1). With ``novelty_margin`` > 0, a message at least that new is learned however
+    confidently it is judged: a server's stream drifts (new campaigns, new senders, new
+    relays), and a model that skips what it already calls right by the margin would stop
+    learning the new while its long, header-rich messages still score far from 0.
     """
     if log_odds is None:
         return True
     if label_messages < min_messages:
         return True
     right = (log_odds > 0) == (label == positive)
-    return not right or abs(log_odds) <= margin
+    if not right or abs(log_odds) <= margin:
+        return True
+    return 0 < novelty_margin <= novelty

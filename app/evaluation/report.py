@@ -66,7 +66,11 @@ def settings_used(settings: Settings) -> dict[str, Any]:
         "decision": settings.decision.model_dump(),
         "tokenizer": settings.tokenizer.model_dump(),
         "max_message_bytes": settings.server.max_message_bytes,
-        "training": {"mode": settings.training_mode, "margin": settings.training_margin},
+        "training": {
+            "mode": settings.training_mode,
+            "margin": settings.training_margin,
+            "novelty": settings.training_novelty,
+        },
     }
 
 
@@ -233,6 +237,8 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
     model, decision, tok = s["model"], s["decision"], s["tokenizer"]
     training = s.get("training") or {}
     mode, margin = training.get("mode", "everything"), training.get("margin")
+    novelty = training.get("novelty")
+    new = f", and any message with {novelty:.0%} of its tokens new" if novelty else ""
     top = f", top_tokens {model['top_tokens']}" if "top_tokens" in model else ""
     if top and model.get("top_per_kind"):
         top += " per kind (body words; header/URL/MIME tokens)"
@@ -247,7 +253,7 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
         f"unsure until {decision['min_messages']} learned messages per label",
         f"tokenizer  max_token_length {tok['max_token_length']}, "
         f"max_tokens {tok['max_tokens']}, scan_bytes {tok['scan_bytes']}",
-        f"training   {mode}" + (f", margin {margin} nats" if mode != "everything" else ""),
+        f"training   {mode}" + (f", margin {margin} nats{new}" if mode != "everything" else ""),
         f"timing     {doc['timing']['includes']}",
     ]
 

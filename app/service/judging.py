@@ -44,6 +44,19 @@ class Evaluation:
     names: Mapping[int, str] = field(default_factory=dict)
     counts: tuple[Mapping[int, Mapping[str, TokenStats]], ...] = ()
 
+    def novelty(self) -> float:
+        """The share of the message's distinct tokens that no model that judged has learned
+        (0 to 1; 0 when nothing was scored)."""
+        if not self.names:
+            return 0.0
+        known = {
+            tid
+            for counts in self.counts
+            for tid, per in counts.items()
+            if any(stats.occurrences > 0 for stats in per.values())
+        }
+        return 1.0 - len(known) / len(self.names)
+
     def counts_of(self, tokens: Iterable[str]) -> dict[str, dict[str, int]]:
         """Per token, the learned messages holding it in each label, over the models that
         judged."""

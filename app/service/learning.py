@@ -171,7 +171,16 @@ class Trainer:
         if not thick:
             return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.min_messages
-        learn = worth_learning(log_odds, label, Label.SPAM, margin, learned[label], needed)
+        learn = worth_learning(
+            log_odds,
+            label,
+            Label.SPAM,
+            margin,
+            learned[label],
+            needed,
+            novelty=judged.novelty(),
+            novelty_margin=self._settings.training_novelty,
+        )
         return learn, ham_bin
 
     def _write(self, work: Callable[[Transaction], T]) -> T:

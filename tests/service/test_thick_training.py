@@ -9,6 +9,7 @@ import pytest
 from app.domain.decision import worth_learning
 from app.service import Outcome, SpamFilter
 from app.settings import Settings
+from tests.builders import make_message
 from tests.service.test_classify import HAMMY, SPAMMY, train
 from tests.storage.snapshot import snapshot
 
@@ -115,3 +116,52 @@ def test_thick_training_cannot_hold_verdicts_back_for_ever(
     assert (spam.verdict, spam.reason) == ("spam", None)
     assert (ham.verdict, ham.reason) == ("ham", None)
     assert service.learn(SPAMMY, "spam").outcome == Outcome.SKIPPED
+
+
+@pytest.mark.parametrize(
+    ("novelty", "novelty_margin", "expected"),
+    [
+        (0.0, 0.25, False),  # nothing new: the plain rule, right by the margin, skip
+        (0.24, 0.25, False),
+        (0.25, 0.25, True),  # a quarter of its tokens new: learn however confident
+        (1.0, 0.25, True),
+        (1.0, 0.0, False),  # off
+    ],
+)
+def test_a_message_new_enough_is_learned_however_confident(
+    novelty: float, novelty_margin: float, expected: bool
+) -> None:
+    assert (
+        worth_learning(50.0, "spam", "spam", 30.0, novelty=novelty, novelty_margin=novelty_margin)
+        is expected
+    )
+    # Wrong or close calls are learned whatever their novelty.
+    assert worth_learning(-50.0, "spam", "spam", 30.0, novelty=0.0, novelty_margin=0.25)
+    assert worth_learning(10.0, "spam", "spam", 30.0, novelty=0.0, novelty_margin=0.25)
+
+
+def test_a_confident_message_with_new_tokens_is_learned_with_the_novelty_rule(
+    make_service: MakeService, make_settings: MakeSettings
+) -> None:
+    # SPAMMY's words were never learned; its sender and subject words are mostly new.
+    novel_spam = make_message(
+        "Claim your lottery prize now",
+        "Urgent: claim your cash prize today, zorblax quuxfoo wibblenet frobnitz.\n",
+        sender="Prize Desk <desk@winners.example>",
+    )
+    for novelty, outcome in ((0.0, Outcome.SKIPPED), (0.25, Outcome.LEARNED)):
+        service = make_service(
+            make_settings(
+                training_mode="thick",
+                training_margin=1.0,
+                training_novelty=novelty,
+                decision={"min_messages": 1},
+                model={"top_tokens": 0},
+            )
+        )
+        train(service, 20)
+        service.learn(SPAMMY, "spam")
+        assert service.classify(novel_spam).log_odds > 1.0
+        assert service.learn(novel_spam, "spam").outcome == outcome
+        # Learned once, it is known: the same message again is unchanged or skipped.
+        assert service.learn(novel_spam, "spam").outcome in (Outcome.UNCHANGED, Outcome.SKIPPED)
