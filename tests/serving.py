@@ -80,3 +80,16 @@ def _healthy(process: subprocess.Popen[bytes], url: str) -> bool:
         except OSError:
             time.sleep(0.1)
     return False
+
+
+def closed_after(read: Callable[[], bytes]) -> bool:
+    """True when the peer closes the connection (``read`` gives an end of file or a reset)
+    before the socket's read deadline (False); whatever it sends first is discarded."""
+    try:
+        while read():
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True

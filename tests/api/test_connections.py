@@ -22,6 +22,7 @@ from app.api.connections import server_options
 from app.api.console.session import COOKIE, Role
 from tests.api.conftest import Api, MakeApi
 from tests.api.samples import HAMMY, message
+from tests.serving import closed_after
 
 SHORT = 0.5  # seconds: the idle and read timeouts of these servers
 DEADLINE = 10.0  # seconds: the most any socket read here waits
@@ -115,16 +116,8 @@ def read_reply(sock: socket.socket) -> Reply:
 
 
 def closed_by_server(sock: socket.socket) -> bool:
-    """True when the server closes ``sock`` (reading an end of file or a reset) before the
-    read deadline; anything it sends first is discarded."""
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
+    """True when the server closes ``sock`` before the read deadline."""
+    return closed_after(lambda: sock.recv(65536))
 
 
 def post_head(path: str, length: int) -> bytes:

@@ -11,6 +11,7 @@ from app.adapters.milter.envelope import MAX_MACRO_BYTES, MAX_RECIPIENTS
 from app.settings import Settings
 from tests.adapters.milter.conftest import InProcessMilter, spammy_message
 from tests.adapters.milter.wire import OFFER, Peer, conversation, frame, send
+from tests.serving import closed_after
 
 StartMilter = Callable[[Settings, str], InProcessMilter]
 Connect = Callable[[str], Peer]
@@ -25,14 +26,7 @@ def envelope() -> list[bytes]:
 def closed_after_replies(peer: Peer) -> bool:
     """Read the replies due until the milter closes the connection (True), or the socket's
     10 s deadline passes (False)."""
-    try:
-        while peer.response():
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
+    return closed_after(peer.response)
 
 
 def wait_for_held(milter: InProcessMilter, at_least: int) -> None:
