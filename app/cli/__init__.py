@@ -12,6 +12,7 @@ processed, 2 for usage and configuration, 75 (EX_TEMPFAIL) when the database is 
 from __future__ import annotations
 
 import importlib
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -36,7 +37,7 @@ class _Lazy(NamedTuple):
 # HTTP code.
 LAZY_COMMANDS: dict[str, _Lazy] = {
     "backup": _Lazy("app.cli.data", "backup", "Copy the live SQLite database to PATH,..."),
-    "bench": _Lazy("app.cli.bench", "bench", "Benchmarks of the real service path."),
+    "bench": _Lazy("benchmarks.cli", "bench", "Benchmarks of the real service path."),
     "classify": _Lazy("app.cli.messages", "classify", "Print a verdict per message: verdict,..."),
     "config": _Lazy("app.cli.config", "config_group", "Show or check the settings (TOML file,..."),
     "eval": _Lazy("app.cli.evaluate", "evaluate", "Run the service over a corpus: online..."),
@@ -57,6 +58,22 @@ LAZY_COMMANDS: dict[str, _Lazy] = {
     "user": _Lazy("app.cli.users", "user_group", "Per-user models: list them, delete one."),
 }
 SHORT_HELP_LIMIT = 45
+# Commands whose code is not part of the runtime package: the benchmarks live in the source
+# tree's ``benchmarks/`` (beside ``app/``), so an installed wheel has no ``bench`` command.
+SOURCE_TREE_COMMANDS = frozenset({"bench"})
+
+
+def _source_tree() -> Path:
+    """The folder holding ``app/`` (and, in a checkout, ``benchmarks/``)."""
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def _available(name: str) -> bool:
+    """Whether a lazily imported command can be imported here."""
+    if name not in SOURCE_TREE_COMMANDS:
+        return True
+    module = LAZY_COMMANDS[name].module.split(".")[0]
+    return (_source_tree() / module / "__init__.py").is_file()
 
 
 class _Commands(click.Group):
@@ -64,11 +81,15 @@ class _Commands(click.Group):
     service's errors turned into one stderr line and an exit status."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *LAZY_COMMANDS})
+        return sorted({*self.commands, *(name for name in LAZY_COMMANDS if _available(name))})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands or cmd_name not in LAZY_COMMANDS:
             return self.commands.get(cmd_name)
+        if not _available(cmd_name):
+            return None
+        if cmd_name in SOURCE_TREE_COMMANDS and str(_source_tree()) not in sys.path:
+            sys.path.append(str(_source_tree()))
         lazy = LAZY_COMMANDS[cmd_name]
         command: click.Command = getattr(importlib.import_module(lazy.module), lazy.attribute)
         return command

@@ -3,7 +3,7 @@
 Runs are paired by seed (a seed present in one file only is listed and left out), and within
 a seed messages are paired by their path relative to the corpus, so the pairing is exact
 whatever order the rows are in. Both runs must have classified exactly the same messages with
-the same gold labels. For each common seed, ``app.evaluation.bootstrap`` gives 1-ROCA% (from
+the same gold labels. For each common seed, ``app.evaluation.paired_bootstrap`` gives 1-ROCA% (from
 the log-odds), hm% and sm% (from each run's own verdicts, i.e. its default thresholds) of A
 and B, B - A and its paired bootstrap interval; over several seeds also the mean B - A.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.evaluation import bootstrap, report
-from app.evaluation.bootstrap import METRICS, Interval, Side
+from app.evaluation import paired_bootstrap, report
 from app.evaluation.metrics import SPAM
+from app.evaluation.paired_bootstrap import METRICS, Interval, Side
 from app.evaluation.resultfile import ResultFileError, Scored, load_runs, scored_messages
 from app.evaluation.runner import SPAM_VERDICT
 from app.evaluation.seeds import describe_seeds
@@ -86,7 +86,7 @@ def compare_files(
             where,
         )
         rng_seed = f"{bootstrap_seed}/{seed}"
-        intervals = bootstrap.paired_bootstrap(is_spam, side_a, side_b, resamples, rng_seed)
+        intervals = paired_bootstrap.paired_bootstrap(is_spam, side_a, side_b, resamples, rng_seed)
         compared.append(SeedComparison(seed, len(is_spam), intervals))
     first_a, first_b = next(iter(runs_a.values())), next(iter(runs_b.values()))
     return Comparison(
@@ -190,7 +190,7 @@ def document(comparison: Comparison) -> dict[str, Any]:
         "bootstrap": {
             "resamples": c.resamples,
             "seed": c.bootstrap_seed,
-            "confidence_pct": bootstrap.CONFIDENCE_PCT,
+            "confidence_pct": paired_bootstrap.CONFIDENCE_PCT,
             "method": "paired: the same messages drawn with replacement for A and B; "
             "percentile interval of B - A; lower is better for every metric",
         },
@@ -260,7 +260,11 @@ def _tail(c: Comparison) -> list[str]:
             verdicts = [s.intervals[name].verdict for s in c.seeds]
             tally = ", ".join(
                 f"{verdict} {verdicts.count(verdict)}"
-                for verdict in (bootstrap.B_BETTER, bootstrap.B_WORSE, bootstrap.NO_DIFFERENCE)
+                for verdict in (
+                    paired_bootstrap.B_BETTER,
+                    paired_bootstrap.B_WORSE,
+                    paired_bootstrap.NO_DIFFERENCE,
+                )
                 if verdict in verdicts
             )
             lead = f"{'mean':<5}{HEADERS[name]:<9}{'':>24}"

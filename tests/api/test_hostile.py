@@ -1,11 +1,11 @@
-"""Every attack shape of ``app.evaluation.hostile`` through HTTP: a verdict or a clean 4xx,
+"""Every attack shape of ``benchmarks.hostile`` through HTTP: a verdict or a clean 4xx,
 never a 500, and never the forged X-Spam headers taken for the filter's own."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.evaluation.hostile import SHAPES, Shape
+from benchmarks.hostile import SHAPES, Shape
 from tests.api.conftest import Api, MakeApi
 
 # Bytes: deep enough to pass the depths that once raised RecursionError (about 1,000 nested

@@ -21,9 +21,9 @@ from app.cli.bulk import FAILED, apply, load, summary
 from app.cli.mailboxes import Found, Source, Unreadable
 from app.cli.progress import Bar
 from app.errors import StorageUnavailable
-from app.evaluation.hostile import shape
 from app.service import Analysed, SpamFilter
 from app.settings import Settings
+from benchmarks.hostile import shape
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages, plain
 from tests.environment import without_settings

@@ -79,4 +79,17 @@ def test_a_filter_call_imports_only_what_one_judgement_needs(tmp_path: Path) -> 
     modules = _imported(["filter"], tmp_path, b"Subject: hi\n\nhello\n", env)
     assert "app.adapters.pipe.filter" in modules  # it did run
     assert _offenders(modules, NOT_FOR_A_JUDGEMENT) == []
-    assert "app.cli.evaluate" not in modules and "app.cli.bench" not in modules
+    assert "app.cli.evaluate" not in modules and "benchmarks.cli" not in modules
+
+
+def test_bench_exists_only_where_the_source_tree_has_the_benchmarks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.cli as commands
+
+    ctx = click.Context(cli)
+    assert "bench" in cli.list_commands(ctx)  # a checkout: benchmarks/ beside app/
+    monkeypatch.setattr(commands, "_source_tree", lambda: tmp_path)  # an installed wheel
+    assert "bench" not in cli.list_commands(ctx)
+    assert cli.get_command(ctx, "bench") is None
+    assert cli.get_command(ctx, "eval") is not None

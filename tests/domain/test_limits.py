@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from app.domain.html import bound_depth, html_text_and_urls
 from app.domain.message import MimeLimits, parse, split_multipart
 from app.domain.tokenizer import TokenizerOptions, bound_comments, host_names, tokenize
-from app.evaluation.hostile import SHAPES, shape
+from benchmarks.hostile import SHAPES, shape
 from tests.domain.builders import SCAN_LIMIT, message, tokens_of
 
 # The limits each shape trips when built at 256 KiB (shapes not listed trip none).

@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.domain.rewrite import drop_spam_headers, header_block
-from app.evaluation.hostile import FORGED, shape
+from benchmarks.hostile import FORGED, shape
 
 
 def test_forged_fields_and_their_folds_go_every_other_byte_stays() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from app.evaluation import compare
-from app.evaluation.bootstrap import B_BETTER, NO_DIFFERENCE
 from app.evaluation.compare import CompareError, compare_files
+from app.evaluation.paired_bootstrap import B_BETTER, NO_DIFFERENCE
 from app.evaluation.resultfile import ResultFileError, dumps, load_runs
 
 Rows = list[list[Any]]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.hostile import shape
 from app.settings import Settings
+from benchmarks.hostile import shape
 from tests.adapters.milter.conftest import InProcessMilter, MilterProcess, write_message
 from tests.builders import make_message
 

@@ -18,8 +18,8 @@ from app.adapters.pipe.main import run
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.domain.rewrite import drop_spam_headers, header_block
 from app.errors import InvalidMessage, MessageTooLarge, StorageUnavailable
-from app.evaluation.hostile import FORGED, shape
 from app.service import SpamFilter
+from benchmarks.hostile import FORGED, shape
 from tests.adapters.pipe.conftest import RunFilter
 from tests.adapters.pipe.roundtrip import check_round_trip
 from tests.builders import spam_message

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from app.evaluation.hostile import SHAPES, shape
+from benchmarks.hostile import SHAPES, shape
 from tests.adapters.spamd.conftest import Spamc, SpamdFactory, exchange, read_all
 from tests.builders import make_message
 

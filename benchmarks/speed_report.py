@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.evaluation.loadgen import LoadResult
-    from app.evaluation.speed_bench import Batch, Bogofilter, Bulk, Spawns
+    from benchmarks.loadgen import LoadResult
+    from benchmarks.speed_bench import Batch, Bogofilter, Bulk, Spawns
 
 FORMAT = 1
 # The targets ("judge a message as fast as bogofilter, serve a thousand a second").

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.loadgen import (
+from benchmarks.loadgen import (
     LoadResult,
     Request,
     check_loopback,

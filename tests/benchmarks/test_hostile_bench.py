@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from app.errors import InvalidMessage
-from app.evaluation.hostile import SHAPES, Shape, shape
-from app.evaluation.hostile_bench import (
+from benchmarks.hostile import SHAPES, Shape, shape
+from benchmarks.hostile_bench import (
     FAIL_MARK,
     KIB,
     MIB,

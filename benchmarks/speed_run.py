@@ -2,7 +2,7 @@
 processes and servers it times (started through ``bench_servers``), and the result document.
 
 Every database is new and thrown away: a SQLite file in a temporary folder (always) and,
-when a PostgreSQL URL is given, a schema of its own there (``app.storage.scratch_schema``).
+when a PostgreSQL URL is given, a schema of its own there (``benchmarks.scratch_schema``).
 The first half of the corpus is learned through the service with the configured training
 mode, then the second half classified (``speed_bench``). Processes and servers are the installed
 ``spamfilter-filter`` and ``spamfilter`` programs, started with the temporary database in
@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.config import mask_url
-from app.evaluation import speed_report
-from app.evaluation.bench_servers import HOST, BenchError, environment, program, serve
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
-from app.evaluation.loadgen import LoadResult, Request, Tally, run_load
-from app.evaluation.speed_bench import (
+from app.service.read_ahead import read_ahead, reading_processes
+from app.settings import Settings
+from benchmarks import scratch_schema, speed_report
+from benchmarks.bench_servers import HOST, BenchError, environment, program, serve
+from benchmarks.loadgen import LoadResult, Request, Tally, run_load
+from benchmarks.speed_bench import (
     Batch,
     Bulk,
     Split,
@@ -43,9 +45,6 @@ from app.evaluation.speed_bench import (
     typical,
     warm,
 )
-from app.service.read_ahead import read_ahead, reading_processes
-from app.settings import Settings
-from app.storage import scratch_schema
 
 if TYPE_CHECKING:
     from app.service import Analysed, SpamFilter

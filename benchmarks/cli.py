@@ -1,19 +1,19 @@
 """bench: measurements of the real service path, the calls every adapter makes.
 
-``bench hostile`` builds every attack shape of ``app.evaluation.hostile`` at 1, 4, 16, 64,
+``bench hostile`` builds every attack shape of ``benchmarks.hostile`` at 1, 4, 16, 64,
 256 KiB ... up to ``--max-size`` (default: the hard cap, ``server.max_message_bytes``) and
 times ``SpamFilter.analyse`` (parse + tokenise) and ``classify`` on each, against a model
 trained on a fresh SQLite database in a temporary folder (never the configured database).
 Every other setting (tokenizer limits, scan bytes, the size cap) comes from the environment,
 so an operator measures the limits they run with. With ``--check`` the exit status is 1
 when a shape raises, takes ``--max-seconds`` or more, or grows its cost per KiB more than
-``--max-flatness`` times: a gate for CI. The timing lives in ``app.evaluation.hostile_bench``.
+``--max-flatness`` times: a gate for CI. The timing lives in ``benchmarks.hostile_bench``.
 
 ``bench speed`` measures today's figures against the speed issue's targets: bulk learn and
 classify on fresh databases (beside bogofilter when it is installed), one message through a
 new process, and HTTP classify and feedback under load; ``--json`` / ``--out`` keep a run,
 ``--compare A.json B.json`` sets two runs side by side. The run is
-``app.evaluation.speed_run``, the figures ``app.evaluation.speed_report``.
+``benchmarks.speed_run``, the figures ``benchmarks.speed_report``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from app.cli.context import EXIT_PROCESSING, EXIT_USAGE, CliState, build, fail, pass_state
-from app.evaluation.hostile import SHAPES
-from app.evaluation.hostile_bench import (
+from benchmarks.hostile import SHAPES
+from benchmarks.hostile_bench import (
     FLATNESS_FROM,
     HEADER,
     MEMORY_NOTE,
@@ -45,10 +45,10 @@ from app.evaluation.hostile_bench import (
     to_json,
     training_messages,
 )
-from app.storage.scratch_schema import is_postgres
+from benchmarks.scratch_schema import is_postgres
 
 if TYPE_CHECKING:
-    from app.evaluation.speed_run import Plan
+    from benchmarks.speed_run import Plan
 
 
 class Size(click.ParamType[int, Any]):
@@ -202,11 +202,11 @@ def hostile(
 
 
 def _holds(state: CliState, duration: float, holders: int, as_json: bool, check: bool) -> None:
-    """``bench hostile --holds``: see ``app.evaluation.hold_bench``."""
+    """``bench hostile --holds``: see ``benchmarks.hold_bench``."""
     import secrets
 
-    from app.evaluation.hold_bench import HoldPlan, format_holds, holds_json
-    from app.evaluation.hold_servers import measure_holds
+    from benchmarks.hold_bench import HoldPlan, format_holds, holds_json
+    from benchmarks.hold_servers import measure_holds
 
     token = secrets.token_urlsafe(24)
     server = state.settings.server
@@ -327,10 +327,10 @@ def _finish(results: list[ShapeResult], bounds: Bounds, as_json: bool, check: bo
 @pass_state
 def speed(state: CliState, /, **options: Any) -> None:
     """Speed against the targets: bulk learn/classify beside bogofilter, new processes, HTTP."""
-    from app.evaluation.bench_servers import BenchError
     from app.evaluation.corpus import CorpusError
-    from app.evaluation.speed_report import table
-    from app.evaluation.speed_run import run as run_speed
+    from benchmarks.bench_servers import BenchError
+    from benchmarks.speed_report import table
+    from benchmarks.speed_run import run as run_speed
 
     if options["compare"] is not None:
         path_a, path_b = options["compare"]
@@ -349,7 +349,7 @@ def speed(state: CliState, /, **options: Any) -> None:
 
 
 def _speed_plan(state: CliState, options: dict[str, Any]) -> Plan:
-    from app.evaluation.speed_run import Plan
+    from benchmarks.speed_run import Plan
 
     corpus = options["corpus"] or (DEFAULT_CORPUS if DEFAULT_CORPUS.is_dir() else None)
     if corpus is None:
@@ -380,7 +380,7 @@ def _speed_plan(state: CliState, options: dict[str, Any]) -> Plan:
 
 
 def _compare_speed(path_a: Path, path_b: Path, as_json: bool) -> None:
-    from app.evaluation.speed_report import compare, compare_json
+    from benchmarks.speed_report import compare, compare_json
 
     try:
         docs = [json.loads(path.read_text(encoding="utf-8")) for path in (path_a, path_b)]

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from app.evaluation.bootstrap import (
+from app.evaluation.metrics import roc_area_above_pct
+from app.evaluation.paired_bootstrap import (
     B_BETTER,
     B_WORSE,
     NO_DIFFERENCE,
@@ -18,7 +19,6 @@ from app.evaluation.bootstrap import (
     paired_bootstrap,
     percentile,
 )
-from app.evaluation.metrics import roc_area_above_pct
 
 
 def _expanded(

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.admission import BodyBudget
-from app.evaluation.hold_bench import HoldPlan, HoldReport, Ports, run_holds
 from app.service import SpamFilter
 from app.settings import Settings
+from benchmarks.hold_bench import HoldPlan, HoldReport, Ports, run_holds
 
 START_SECONDS = 30.0
 

@@ -19,10 +19,10 @@ import pytest
 
 from app.config import mask_url
 from app.errors import InvalidMessage
-from app.evaluation import bench_servers, speed_report, speed_run
 from app.evaluation.corpus import CorpusItem, load_corpus
-from app.evaluation.loadgen import LoadResult
-from app.evaluation.speed_bench import (
+from benchmarks import bench_servers, scratch_schema, speed_report, speed_run
+from benchmarks.loadgen import LoadResult
+from benchmarks.speed_bench import (
     Batch,
     Bulk,
     Spawns,
@@ -34,7 +34,6 @@ from app.evaluation.speed_bench import (
     time_spawns,
     typical,
 )
-from app.storage import scratch_schema
 from tests.builders import ham_message, spam_message
 
 

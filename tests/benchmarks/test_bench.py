@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from app.cli import cli
-from app.evaluation.hostile_bench import FAIL_MARK, HEADER
 from app.service import Analysed, Form, SpamFilter
+from benchmarks.hostile_bench import FAIL_MARK, HEADER
 
 QUICK = ("bench", "hostile", "--max-size", "16K", "--repeat", "1")
 SHAPES = ("--shape", "long-line", "--shape", "nested-comments")

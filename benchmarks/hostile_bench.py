@@ -1,7 +1,7 @@
 """How the service's cost grows with the size of a hostile message: the timing behind
 ``spamfilter bench hostile``.
 
-Each shape of ``app.evaluation.hostile`` is built at growing sizes and handed to the functions
+Each shape of ``benchmarks.hostile`` is built at growing sizes and handed to the functions
 being timed (the real ``SpamFilter.analyse`` and ``classify`` in the command; anything in the
 tests). Per size: the best of a few wall-clock runs, microseconds per KiB, and the peak of
 traced allocations during one more run. Per shape: the *flatness*, how much the cost per KiB
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import describe
-from app.evaluation.hostile import Shape
+from benchmarks.hostile import Shape
 
 KIB = 1024
 MIB = 1024 * KIB
