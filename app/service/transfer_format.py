@@ -23,7 +23,10 @@ field names the record::
   ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
   token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
   order, then their n little-endian signed 32-bit (positive) counts (the wide layout of
-  ``app.storage.codec``, whatever layout the database stores).
+  ``app.storage.codec``, whatever layout the database stores). A bag names only ids of the
+  model's ``token`` records: expiry deletes token rows and keeps the records of the messages
+  that added them, so ``export`` leaves out of each bag the ids the model no longer holds
+  (forgetting the message takes nothing for those anyway).
   A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
   message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
 - ``hamscore``: how many ham messages the model scored in bin ``BIN`` (0 .. 81, half-nat
@@ -50,7 +53,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -197,25 +200,33 @@ class Writer:
             n += 1
         self.counts.tokens += n
 
-    def learned(self, record: Learned) -> None:
-        """One learned-message record."""
+    def learned(self, record: Learned, held: Container[int] | None = None) -> None:
+        """One learned-message record; with ``held``, the bag's ids not in it (the tokens
+        expiry deleted from the model) are left out, the counts of the others kept."""
         self.counts.learned += 1
         when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
+        tokens = stored_bag(record)
+        if held is not None:
+            tokens = {token_id: n for token_id, n in tokens.items() if token_id in held}
         # The file keeps one layout whatever the database stored (see app.storage.codec).
-        try:
-            wide = encode_wide(decode_bag(record.bag))
-        except ValueError as error:
-            raise TransferRefused(
-                f"the learned-message record {record.digest} holds a damaged token bag "
-                f"({error}); no import could read it, so the export stops here"
-            ) from None
-        bag = base64.b64encode(wide).decode("ascii")
+        bag = base64.b64encode(encode_wide(tokens)).decode("ascii")
         ham_bin = _NO_BIN if record.ham_bin is None else str(record.ham_bin)
         self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\t{ham_bin}\n")
 
     def end(self) -> None:
         """The ``end`` record: without it a reader treats the file as truncated."""
         self.out.write("end\t" + "\t".join(map(str, self.counts.fields())) + "\n")
+
+
+def stored_bag(record: Learned) -> dict[int, int]:
+    """The token ids and counts of a record's stored bag; TransferRefused when damaged."""
+    try:
+        return decode_bag(record.bag)
+    except ValueError as error:
+        raise TransferRefused(
+            f"the learned-message record {record.digest} holds a damaged token bag "
+            f"({error}); no import could read it, so the export stops here"
+        ) from None
 
 
 def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:

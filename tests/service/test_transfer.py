@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import random
@@ -15,7 +16,8 @@ import sqlalchemy as sa
 from app.errors import InvalidDataFile, TransferRefused
 from app.service import SpamFilter
 from app.settings import Settings
-from app.storage.tables import model_scope
+from app.storage.codec import decode_wide
+from app.storage.tables import model_scope, token_count
 from tests.builders import ham_message, make_message, spam_message
 from tests.conftest import POSTGRES_URL_ENV, DatabaseFactory, PostgresAdmin
 from tests.environment import drop_settings
@@ -31,13 +33,19 @@ PROBES = [
 ]
 
 
-def train(service: SpamFilter, seed: int, size: int, user: str | None = None) -> None:
-    """``size`` generated messages (about half spam) learned for ``user``."""
+def generated(seed: int, size: int) -> Iterator[tuple[bytes, str]]:
+    """``size`` generated messages (about half spam) and their labels."""
     rng = random.Random(seed)
     for serial in range(seed * 1000, seed * 1000 + size):
         spam = rng.random() < 0.5
         raw = spam_message(rng, serial) if spam else ham_message(rng, serial)
-        service.learn(raw, "spam" if spam else "ham", user=user)
+        yield raw, "spam" if spam else "ham"
+
+
+def train(service: SpamFilter, seed: int, size: int, user: str | None = None) -> None:
+    """``size`` generated messages (about half spam) learned for ``user``."""
+    for raw, label in generated(seed, size):
+        service.learn(raw, label, user=user)
 
 
 def exported(service: SpamFilter, user: str | None = None, site_only: bool = False) -> str:
@@ -222,6 +230,72 @@ def test_counts_that_disagree_with_their_totals_are_refused_and_change_nothing(
     assert (snapshot(database_url), snapshot(target_url)) == before
     target.import_models(io.StringIO(text))  # the file as exported is taken
     assert exported(target) == text
+
+
+def age_half_the_tokens(url: str) -> None:
+    """Make every other token row of every model (by id) last seen in 1970."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.update(token_count).where(token_count.c.token_id % 2 == 0).values(seen_day=0)
+            )
+    finally:
+        engine.dispose()
+
+
+def unheld(text: str) -> list[int]:
+    """The token ids that a file's learned records name and their model's token records do
+    not hold."""
+    tokens: set[int] = set()
+    found = []
+    for line in text.splitlines():
+        kind, *fields = line.split("\t")
+        if kind == "scope":
+            tokens.clear()
+        elif kind == "token":
+            tokens.add(int(fields[0]))
+        elif kind == "learned":
+            found += [i for i in decode_wide(base64.b64decode(fields[3])) if i not in tokens]
+    return found
+
+
+def test_an_export_after_expiry_imports_and_forgets_to_zero(
+    service: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    """Issue 30, row 10: expiry (by age, then by the cap) deletes token rows and keeps the
+    learned records whose bags name them; the export leaves those ids out of the bags, so the
+    file imports although records must name only tokens it holds, and forgetting every
+    message there takes every count back to zero."""
+    learned = {None: list(generated(6, 30)), "alice": list(generated(7, 12))}
+    for user, messages in learned.items():
+        for raw, label in messages:
+            service.learn(raw, label, user=user)
+    vocabulary = {user: service.stats(user).vocabulary for user in learned}
+    age_half_the_tokens(database_url)
+    reports = service.expire(every=True, max_tokens=30, max_age_days=365)
+    assert all(r.by_age and r.by_size for r in reports), reports
+    text = exported(service)
+    for user in learned:
+        assert 0 < service.stats(user).vocabulary < vocabulary[user] / 2
+    assert unheld(text) == []
+
+    target, url = fresh()
+    target.import_models(io.StringIO(text))
+    assert exported(target) == text
+    assert_consistent(url)
+    for user in learned:
+        assert scores(target, user) == scores(service, user)
+    for user in learned:
+        for raw, _ in learned[user]:
+            assert target.forget(raw, user=user).outcome.value == "forgotten"
+    for user in learned:  # alice's messages trained the site-wide model too
+        stats = target.stats(user)
+        assert stats.vocabulary == 0
+        assert all(s.messages == s.tokens == 0 for s in stats.labels.values())
+    after = snapshot(url)
+    assert after["token_count"] == after["learned_message"] == after["ham_score"] == []
+    assert {row[-3:] for row in after["label_total"]} == {(0, 0, 0)}
 
 
 TOP = 2**53 - 1  # the largest count a file may hold and a merge may make
