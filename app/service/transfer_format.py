@@ -412,7 +412,7 @@ class _Reader:
             or any(a[0] >= b[0] for a, b in pairwise(ids))
         ):
             raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
-        self._model.add_learned(number, label)
+        self._model.add_learned(number, label, [token_id for token_id, _ in ids])
         self.counts.learned += 1
         return Learned(digest, label, learned_at, encode_bag(dict(ids)), len(ids), ham_bin)
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from app.errors import InvalidDataFile, TransferRefused
 from app.service import SpamFilter
 from app.settings import Settings
-from app.storage.codec import decode_wide
+from app.storage.codec import decode_wide, encode_wide
 from app.storage.tables import model_scope, token_count
 from tests.builders import ham_message, make_message, spam_message
 from tests.conftest import POSTGRES_URL_ENV, DatabaseFactory, PostgresAdmin
@@ -296,6 +296,30 @@ def test_an_export_after_expiry_imports_and_forgets_to_zero(
     after = snapshot(url)
     assert after["token_count"] == after["learned_message"] == after["ham_score"] == []
     assert {row[-3:] for row in after["label_total"]} == {(0, 0, 0)}
+
+
+def test_a_learned_record_naming_a_token_the_file_lacks_is_refused(
+    source: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    """Issue 30, row 10: forgetting such a record would take counts that other messages
+    add to that token later. Refused with its line, in every mode; nothing changes."""
+    text = exported(source, site_only=True)
+    lines = text.splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith("learned"))
+    fields = lines[at].split("\t")
+    bag = decode_wide(base64.b64decode(fields[4]))
+    tokens = [int(line.split("\t")[1]) for line in lines if line.startswith("token")]
+    lacking = next(i for i in range(1, 100) if i not in tokens)
+    fields[4] = base64.b64encode(encode_wide({**bag, lacking: 1})).decode("ascii")
+    crafted = "".join([*lines[:at], "\t".join(fields), *lines[at + 1 :]])
+    target, target_url = fresh()
+    before = snapshot(database_url), snapshot(target_url)
+    message = rf"line {at + 1}: the learned record names token {lacking}, which the model's"
+    with pytest.raises(InvalidDataFile, match=message):
+        target.import_models(io.StringIO(crafted))
+    with pytest.raises(InvalidDataFile, match=message):
+        source.import_models(io.StringIO(crafted), mode="replace")
+    assert (snapshot(database_url), snapshot(target_url)) == before
 
 
 TOP = 2**53 - 1  # the largest count a file may hold and a merge may make
