@@ -13,6 +13,8 @@ a message to both, forgetting and expiry take from both alike (``app.storage.cou
   token's row and keeps the records of the messages that added it, so ``export`` leaves the
   ids the model no longer holds out of each bag it writes (forgetting the message takes
   nothing for them either way); the set of the model's token ids is kept while it is read.
+  Files of versions before 3 were written with the bags as stored: their reader leaves the
+  ids the model does not hold out of each bag (``held``) before this check.
 
 A file that breaks one was not written by ``export``: imported, it gives a Bernoulli model a
 token probability above 1 (classify fails), and forgetting its records moves counts that
@@ -71,6 +73,10 @@ class ModelSums:
                         f"the tokens' {label} {kind} add up to {found:,} by this line, more "
                         f"than the {most:,} of the {label} total{line}",
                     )
+
+    def held(self, bag: dict[int, int]) -> dict[int, int]:
+        """The ids and counts of ``bag`` whose tokens the model's records hold (so far)."""
+        return {token_id: n for token_id, n in bag.items() if token_id in self._tokens}
 
     def add_learned(self, number: int, label: str, token_ids: Iterable[int]) -> None:
         """A ``learned`` record of ``label`` naming ``token_ids``, at line ``number``;

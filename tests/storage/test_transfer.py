@@ -64,7 +64,7 @@ def read(text: str) -> list[object]:
 
 def test_written_records_read_back() -> None:
     text = sample()
-    assert text.splitlines()[0] == "spamfilter-export\t2"
+    assert text.splitlines()[0] == "spamfilter-export\t3"
     assert text.splitlines()[-1] == "end\t2\t2\t4\t2\t0"
     assert f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t" in text
     assert text.splitlines()[6].endswith("\t-")
@@ -105,7 +105,12 @@ def raw_bag(ids: list[int]) -> str:
 @pytest.mark.parametrize(
     ("number", "line", "message"),
     [
-        (1, "spamfilter-export\t3", "line 1: export format version '3' is not supported"),
+        (1, "spamfilter-export\t4", "line 1: export format version '4' is not supported"),
+        (
+            1,
+            "spamfilter-export\t0",
+            "format version '0' is not supported (this version reads 1, 2 and 3)",
+        ),
         (1, "something else", "line 1: not a spamfilter export file"),
         (2, "labels\tham\tjunk", "line 2: unknown label 'junk'"),
         (4, "total\tjunk\t1\t1\t1", "line 4: unknown label 'junk'"),
@@ -252,6 +257,25 @@ def test_a_version_1_file_is_read_without_ham_scores() -> None:
     ]
     with pytest.raises(InvalidDataFile, match="line 6: unknown record 'hamscore'"):
         read(text.replace("learned", "hamscore\t3\t1\nlearned"))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_has_the_tokens_its_model_lacks_left_out_of_a_bag(version: int) -> None:
+    """Releases before version 3 wrote bags as stored, naming tokens expiry had deleted: the
+    ids the model's records do not hold are left out (as export writes the bag now), the
+    rest read as they are; the same record in a version-3 file is refused."""
+    ham_bin = "" if version == 1 else NO_BIN
+    bag = base64.b64encode(encode_wide({3: 4, 5: 2, 9: 1})).decode()
+    learned = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}{ham_bin}\n"
+    end = "end\t1\t1\t1\t1" + ("" if version == 1 else "\t0")
+    token = "token\t5\t1\t2\t0\t0\t20500\n"
+    body = f"labels\tham\tspam\nscope\tsite\ntotal\tham\t1\t2\t1\n{token}{learned}{end}\n"
+    assert read(f"spamfilter-export\t{version}\n{body}")[-1] == Learned(
+        DIGEST_A, "ham", WHEN, encode_bag({5: 2}), 1
+    )
+    if version == 2:
+        with pytest.raises(InvalidDataFile, match="line 6: the learned record names token 3,"):
+            read(f"spamfilter-export\t3\n{body}")
 
 
 def test_the_largest_values_read_back() -> None:
