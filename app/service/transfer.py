@@ -44,6 +44,7 @@ from app.service.transfer_format import (
     Writer,
     read_records,
     scope_field,
+    stored_bag,
 )
 from app.settings import Settings
 from app.storage.store import Store
@@ -138,10 +139,26 @@ def _export_model(rows: ModelRows, writer: Writer, scope: str, user: str | None)
     for index, count in rows.ham_scores(scope):
         writer.ham_score(HamScore(index, count))
     writer.tokens(rows.tokens(scope))
+    batch: list[Learned] = []
     for row in rows.learned(scope):
-        writer.learned(
+        batch.append(
             Learned(row.digest, row.label, row.learned_at, row.bag, row.token_count, row.ham_bin)
         )
+        if len(batch) >= _LEARNED_BATCH:
+            _export_learned(rows, writer, scope, batch)
+    _export_learned(rows, writer, scope, batch)
+
+
+def _export_learned(rows: ModelRows, writer: Writer, scope: str, batch: list[Learned]) -> None:
+    """Write a batch of learned records (and empty it), their bags naming only the tokens
+    the model still holds: expiry deletes token rows and keeps the records whose bags name
+    them, and an import refuses a record naming a token its file lacks. One query a batch
+    finds the held ids, so memory stays a batch whatever the model's size."""
+    named = sorted({token_id for record in batch for token_id in stored_bag(record)})
+    held = rows.held(scope, named)
+    for record in batch:
+        writer.learned(record, held)
+    batch.clear()
 
 
 @dataclass

@@ -1,9 +1,9 @@
-"""The export file: a portable, line-oriented text form of learned models (format version 2).
+"""The export file: a portable, line-oriented text form of learned models (format version 3).
 
 UTF-8 text, one record a line, fields separated by one TAB, lines ended by LF. The first
 field names the record::
 
-    spamfilter-export  2                      the header: always the first line; the version
+    spamfilter-export  3                      the header: always the first line; the version
     labels  ham  spam                         the labels, in the order token records give them
     scope   site | user:<name>                starts a model; the records below belong to it
     total   LABEL  MESSAGES  OCCURRENCES  TOKEN_MESSAGES
@@ -23,15 +23,22 @@ field names the record::
   ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
   token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
   order, then their n little-endian signed 32-bit (positive) counts (the wide layout of
-  ``app.storage.codec``, whatever layout the database stores).
+  ``app.storage.codec``, whatever layout the database stores). A bag names only ids of the
+  model's ``token`` records (what version 3 promises): expiry deletes token rows and keeps
+  the records of the messages that added them, so ``export`` leaves out of each bag the ids
+  the model no longer holds (forgetting the message takes nothing for those anyway).
   A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
   message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
 - ``hamscore``: how many ham messages the model scored in bin ``BIN`` (0 .. 81, half-nat
   bins of the log-odds, see ``app.domain.cutoff``) before learning them; bins with a count
   only, by ascending bin, after the ``total`` records. ``HAM_BIN`` of a ``learned`` record is
   the bin that message's score went to, or ``-``.
-- Version 1 files (no ``hamscore`` records, no ``HAM_BIN``, four ``end`` counts) are read
-  too: their models start with no ham scores.
+- Versions 1 and 2 are read too. Version 2 is laid out as version 3, but releases before
+  version 3 wrote each bag as stored, so a bag may name ids its model's ``token`` records
+  do not hold (expiry deleted them): a reader leaves those ids out of the bag, as ``export``
+  writes it now, where a version-3 file naming one is refused. Version 1 files (no
+  ``hamscore`` records, no ``HAM_BIN``, four ``end`` counts) are read the same way; their
+  models start with no ham scores.
 - Every count is a non-negative decimal integer of at most 2**53 - 1 (9007199254740991),
   exact in a 64-bit float too, so sums of two counts cannot overflow the database's 64-bit
   integers; a merge whose sums would pass that cap is refused.
@@ -50,7 +57,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -64,8 +71,9 @@ from app.service.transfer_sums import ModelSums
 from app.storage.codec import decode_bag, decode_wide, encode_bag, encode_wide
 
 MAGIC = "spamfilter-export"
-VERSION = 2
-READABLE = (1, 2)
+VERSION = 3
+READABLE = (1, 2, 3)
+_HELD_ONLY = 3  # from this version on a learned record names only tokens its file holds
 _NO_BIN = "-"
 SITE = "site"
 USER_PREFIX = USER_MARK.lstrip("/")  # "user:"
@@ -197,25 +205,33 @@ class Writer:
             n += 1
         self.counts.tokens += n
 
-    def learned(self, record: Learned) -> None:
-        """One learned-message record."""
+    def learned(self, record: Learned, held: Container[int] | None = None) -> None:
+        """One learned-message record; with ``held``, the bag's ids not in it (the tokens
+        expiry deleted from the model) are left out, the counts of the others kept."""
         self.counts.learned += 1
         when = record.learned_at.astimezone(UTC).strftime(_TIME_FORMAT)
+        tokens = stored_bag(record)
+        if held is not None:
+            tokens = {token_id: n for token_id, n in tokens.items() if token_id in held}
         # The file keeps one layout whatever the database stored (see app.storage.codec).
-        try:
-            wide = encode_wide(decode_bag(record.bag))
-        except ValueError as error:
-            raise TransferRefused(
-                f"the learned-message record {record.digest} holds a damaged token bag "
-                f"({error}); no import could read it, so the export stops here"
-            ) from None
-        bag = base64.b64encode(wide).decode("ascii")
+        bag = base64.b64encode(encode_wide(tokens)).decode("ascii")
         ham_bin = _NO_BIN if record.ham_bin is None else str(record.ham_bin)
         self.out.write(f"learned\t{record.digest}\t{record.label}\t{when}\t{bag}\t{ham_bin}\n")
 
     def end(self) -> None:
         """The ``end`` record: without it a reader treats the file as truncated."""
         self.out.write("end\t" + "\t".join(map(str, self.counts.fields())) + "\n")
+
+
+def stored_bag(record: Learned) -> dict[int, int]:
+    """The token ids and counts of a record's stored bag; TransferRefused when damaged."""
+    try:
+        return decode_bag(record.bag)
+    except ValueError as error:
+        raise TransferRefused(
+            f"the learned-message record {record.digest} holds a damaged token bag "
+            f"({error}); no import could read it, so the export stops here"
+        ) from None
 
 
 def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
@@ -289,7 +305,8 @@ class _Reader:
         if fields[0] != MAGIC or len(fields) != 2:
             raise _bad(number, f"not a spamfilter export file (expected {MAGIC!r} first)")
         if fields[1] not in {str(version) for version in READABLE}:
-            readable = " and ".join(map(str, READABLE))
+            *older, newest = map(str, READABLE)
+            readable = f"{', '.join(older)} and {newest}"
             raise _bad(number, f"export format version {fields[1]!r} is not supported "
                        f"(this version reads {readable})")  # fmt: skip
         self._version = int(fields[1])
@@ -401,9 +418,12 @@ class _Reader:
             or any(a[0] >= b[0] for a, b in pairwise(ids))
         ):
             raise _bad(number, "a bag holds strictly ascending token ids with positive counts")
-        self._model.add_learned(number, label)
+        tokens = dict(ids)
+        if self._version < _HELD_ONLY:  # written before export left expired tokens out
+            tokens = self._model.held(tokens)
+        self._model.add_learned(number, label, tokens)
         self.counts.learned += 1
-        return Learned(digest, label, learned_at, encode_bag(dict(ids)), len(ids), ham_bin)
+        return Learned(digest, label, learned_at, encode_bag(tokens), len(tokens), ham_bin)
 
     def _label(self, number: int, value: str) -> str:
         if value not in LABELS:

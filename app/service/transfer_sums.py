@@ -8,17 +8,24 @@ a message to both, forgetting and expiry take from both alike (``app.storage.cou
 - no token is in more messages of a label than the label has (``total`` messages);
 - the tokens' occurrences, and their messages, of a label add up to no more than the
   label's ``total`` occurrences and token messages;
-- no more messages of a label are recorded as learned than the label has.
+- no more messages of a label are recorded as learned than the label has;
+- a learned record names only tokens of the model's ``token`` records. Expiry deletes a
+  token's row and keeps the records of the messages that added it, so ``export`` leaves the
+  ids the model no longer holds out of each bag it writes (forgetting the message takes
+  nothing for them either way); the set of the model's token ids is kept while it is read.
+  Files of versions before 3 were written with the bags as stored: their reader leaves the
+  ids the model does not hold out of each bag (``held``) before this check.
 
 A file that breaks one was not written by ``export``: imported, it gives a Bernoulli model a
 token probability above 1 (classify fails), and forgetting its records moves counts that
-other messages added. Two things that look wrong are not checked, because a real export can
-hold them: learned records naming tokens the file does not hold (expiry deletes a token's
-row and keeps the records that added it), and a token with fewer occurrences than messages
-in a label (a forget after expiry re-created a row takes at most what the row holds).
+other messages added. One thing that looks wrong is not checked, because a real export can
+hold it: a token with fewer occurrences than messages in a label (a forget after expiry
+re-created a row takes at most what the row holds).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from app.errors import InvalidDataFile
 
@@ -33,6 +40,7 @@ class ModelSums:
         self._totals: dict[str, tuple[int, int, int, int]] = {}
         self._sums: dict[str, list[int]] = {}  # label: occurrences, token messages so far
         self._learned: dict[str, int] = {}
+        self._tokens: set[int] = set()
 
     def add_total(
         self, number: int, label: str, messages: int, occurrences: int, token_messages: int
@@ -43,6 +51,7 @@ class ModelSums:
     def add_token(self, number: int, token_id: int, counts: dict[str, tuple[int, int]]) -> None:
         """A ``token`` record (``counts``: label -> messages, occurrences) at line
         ``number``; InvalidDataFile when it breaks the label's total."""
+        self._tokens.add(token_id)
         for label, (messages, occurrences) in counts.items():
             line, most_messages, most_occurrences, most_token_messages = self._total(label)
             if messages > most_messages:
@@ -65,9 +74,21 @@ class ModelSums:
                         f"than the {most:,} of the {label} total{line}",
                     )
 
-    def add_learned(self, number: int, label: str) -> None:
-        """A ``learned`` record of ``label`` at line ``number``; InvalidDataFile when the
+    def held(self, bag: dict[int, int]) -> dict[int, int]:
+        """The ids and counts of ``bag`` whose tokens the model's records hold (so far)."""
+        return {token_id: n for token_id, n in bag.items() if token_id in self._tokens}
+
+    def add_learned(self, number: int, label: str, token_ids: Iterable[int]) -> None:
+        """A ``learned`` record of ``label`` naming ``token_ids``, at line ``number``;
+        InvalidDataFile when it names a token the model's records do not hold, or the
         label's total counts fewer messages than are recorded as learned."""
+        missing = next((i for i in token_ids if i not in self._tokens), None)
+        if missing is not None:
+            raise _bad(
+                number,
+                f"the learned record names token {missing}, which the model's token records "
+                "do not hold",
+            )
         line, most, _, _ = self._total(label)
         learned = self._learned[label] = self._learned.get(label, 0) + 1
         if learned > most:

@@ -146,6 +146,14 @@ class ModelRows:
         for digest_value, label, learned_at, tokens, count, ham_bin in self._stream(query):
             yield LearnedRow(digest_value, label, _utc(learned_at), bytes(tokens), count, ham_bin)
 
+    def held(self, scope: str, token_ids: Sequence[int]) -> set[int]:
+        """Those of ``token_ids`` (ascending) the scope holds a token row of."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None or not token_ids:
+            return set()
+        found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, token_ids)
+        return {int(row[0]) for row in found}
+
     def _stream(self, query: Any) -> Iterator[Any]:
         result = self._conn.execute(query, execution_options={"yield_per": BATCH})
         try:

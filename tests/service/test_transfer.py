@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import random
@@ -15,7 +16,9 @@ import sqlalchemy as sa
 from app.errors import InvalidDataFile, TransferRefused
 from app.service import SpamFilter
 from app.settings import Settings
-from app.storage.tables import model_scope
+from app.storage.codec import decode_wide, encode_wide
+from app.storage.tables import model_scope, token_count
+from app.storage.transfer import ModelRows
 from tests.builders import ham_message, make_message, spam_message
 from tests.conftest import POSTGRES_URL_ENV, DatabaseFactory, PostgresAdmin
 from tests.environment import drop_settings
@@ -31,13 +34,19 @@ PROBES = [
 ]
 
 
-def train(service: SpamFilter, seed: int, size: int, user: str | None = None) -> None:
-    """``size`` generated messages (about half spam) learned for ``user``."""
+def generated(seed: int, size: int) -> Iterator[tuple[bytes, str]]:
+    """``size`` generated messages (about half spam) and their labels."""
     rng = random.Random(seed)
     for serial in range(seed * 1000, seed * 1000 + size):
         spam = rng.random() < 0.5
         raw = spam_message(rng, serial) if spam else ham_message(rng, serial)
-        service.learn(raw, "spam" if spam else "ham", user=user)
+        yield raw, "spam" if spam else "ham"
+
+
+def train(service: SpamFilter, seed: int, size: int, user: str | None = None) -> None:
+    """``size`` generated messages (about half spam) learned for ``user``."""
+    for raw, label in generated(seed, size):
+        service.learn(raw, label, user=user)
 
 
 def exported(service: SpamFilter, user: str | None = None, site_only: bool = False) -> str:
@@ -115,7 +124,7 @@ def ham_scores(text: str) -> Counter[int]:
 
 def test_the_file_is_ordered_and_ends_with_its_counts(source: SpamFilter) -> None:
     lines = exported(source).splitlines()
-    assert lines[:2] == ["spamfilter-export\t2", "labels\tham\tspam"]
+    assert lines[:2] == ["spamfilter-export\t3", "labels\tham\tspam"]
     scopes = [line.split("\t")[1] for line in lines if line.startswith("scope\t")]
     assert scopes == ["site", "user:alice@example.org", "user:bob"]
     kinds = [line.split("\t")[0] for line in lines]
@@ -224,10 +233,160 @@ def test_counts_that_disagree_with_their_totals_are_refused_and_change_nothing(
     assert exported(target) == text
 
 
+def age_half_the_tokens(url: str) -> None:
+    """Make every other token row of every model (by id) last seen in 1970."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.update(token_count).where(token_count.c.token_id % 2 == 0).values(seen_day=0)
+            )
+    finally:
+        engine.dispose()
+
+
+def unheld(text: str) -> list[tuple[int, int]]:
+    """The token ids that a file's learned records name and their model's token records do
+    not hold, each with the line (from 1) of the record naming it."""
+    tokens: set[int] = set()
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        kind, *fields = line.split("\t")
+        if kind == "scope":
+            tokens.clear()
+        elif kind == "token":
+            tokens.add(int(fields[0]))
+        elif kind == "learned":
+            bag = decode_wide(base64.b64decode(fields[3]))
+            found += [(number, i) for i in bag if i not in tokens]
+    return found
+
+
+ByUser = dict[str | None, list[tuple[bytes, str]]]  # messages and labels
+
+
+def learn_and_expire(service: SpamFilter, url: str) -> ByUser:
+    """Messages learned site-wide and for alice, then more than half of each model's tokens
+    expired (by age, then by the cap); the messages by user."""
+    learned = {None: list(generated(6, 30)), "alice": list(generated(7, 12))}
+    for user, messages in learned.items():
+        for raw, label in messages:
+            service.learn(raw, label, user=user)
+    vocabulary = {user: service.stats(user).vocabulary for user in learned}
+    age_half_the_tokens(url)
+    reports = service.expire(every=True, max_tokens=30, max_age_days=365)
+    assert all(r.by_age and r.by_size for r in reports), reports
+    for user in learned:
+        assert 0 < service.stats(user).vocabulary < vocabulary[user] / 2
+    return learned
+
+
+def assert_forgets_to_zero(service: SpamFilter, url: str, learned: ByUser) -> None:
+    """Forgetting every message learned takes every count and total back to zero."""
+    for user in learned:
+        for raw, _ in learned[user]:
+            assert service.forget(raw, user=user).outcome.value == "forgotten"
+    for user in learned:  # alice's messages trained the site-wide model too
+        stats = service.stats(user)
+        assert stats.vocabulary == 0
+        assert all(s.messages == s.tokens == 0 for s in stats.labels.values())
+    after = snapshot(url)
+    assert after["token_count"] == after["learned_message"] == after["ham_score"] == []
+    assert {row[-3:] for row in after["label_total"]} == {(0, 0, 0)}
+
+
+def test_an_export_after_expiry_imports_and_forgets_to_zero(
+    service: SpamFilter,
+    database_url: str,
+    fresh: Callable[[], tuple[SpamFilter, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 30, row 10: expiry (by age, then by the cap) deletes token rows and keeps the
+    learned records whose bags name them; the export leaves those ids out of the bags, so the
+    file imports although records must name only tokens it holds, and forgetting every
+    message there takes every count back to zero. Small batches: the held ids are looked up
+    while the learned records are still being read (a server-side cursor on PostgreSQL)."""
+    monkeypatch.setattr("app.storage.transfer.BATCH", 4)
+    monkeypatch.setattr("app.service.transfer._LEARNED_BATCH", 3)
+    learned = learn_and_expire(service, database_url)
+    text = exported(service)
+    assert unheld(text) == []
+
+    target, url = fresh()
+    target.import_models(io.StringIO(text))
+    assert exported(target) == text
+    assert_consistent(url)
+    for user in learned:
+        assert scores(target, user) == scores(service, user)
+    assert_forgets_to_zero(target, url, learned)
+
+
+def test_an_older_export_naming_expired_tokens_imports_and_forgets_to_zero(
+    service: SpamFilter,
+    database_url: str,
+    fresh: Callable[[], tuple[SpamFilter, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Releases before format version 3 wrote each learned bag as stored, so a site's old
+    backup after expiry names tokens the file does not hold. As version 2 it imports, those
+    ids left out (the file the export writes now), and forgetting every message takes every
+    count back to zero; the same records as version 3 break its promise: refused with the
+    line, nothing changed."""
+    learned = learn_and_expire(service, database_url)
+    text = exported(service)
+    with monkeypatch.context() as patch:  # the export of a release before version 3
+        patch.setattr(ModelRows, "held", lambda _rows, _scope, ids: set(ids))
+        as_stored = exported(service)
+    assert as_stored.startswith("spamfilter-export\t3\n")
+    old = as_stored.replace("\t3\n", "\t2\n", 1)
+    lacking = unheld(old)
+    assert lacking
+
+    target, url = fresh()
+    target.import_models(io.StringIO(old))
+    assert exported(target) == text
+    assert_consistent(url)
+    for user in learned:
+        assert scores(target, user) == scores(service, user)
+    assert_forgets_to_zero(target, url, learned)
+
+    other, other_url = fresh()
+    before = snapshot(other_url)
+    number, token_id = lacking[0]
+    message = f"line {number}: the learned record names token {token_id}, which"
+    with pytest.raises(InvalidDataFile, match=message):
+        other.import_models(io.StringIO(as_stored))
+    assert snapshot(other_url) == before
+
+
+def test_a_learned_record_naming_a_token_the_file_lacks_is_refused(
+    source: SpamFilter, database_url: str, fresh: Callable[[], tuple[SpamFilter, str]]
+) -> None:
+    """Issue 30, row 10: forgetting such a record would take counts that other messages
+    add to that token later. Refused with its line, in every mode; nothing changes."""
+    text = exported(source, site_only=True)
+    lines = text.splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith("learned"))
+    fields = lines[at].split("\t")
+    bag = decode_wide(base64.b64decode(fields[4]))
+    tokens = [int(line.split("\t")[1]) for line in lines if line.startswith("token")]
+    lacking = next(i for i in range(1, 100) if i not in tokens)
+    fields[4] = base64.b64encode(encode_wide({**bag, lacking: 1})).decode("ascii")
+    crafted = "".join([*lines[:at], "\t".join(fields), *lines[at + 1 :]])
+    target, target_url = fresh()
+    before = snapshot(database_url), snapshot(target_url)
+    message = rf"line {at + 1}: the learned record names token {lacking}, which the model's"
+    with pytest.raises(InvalidDataFile, match=message):
+        target.import_models(io.StringIO(crafted))
+    with pytest.raises(InvalidDataFile, match=message):
+        source.import_models(io.StringIO(crafted), mode="replace")
+    assert (snapshot(database_url), snapshot(target_url)) == before
+
+
 TOP = 2**53 - 1  # the largest count a file may hold and a merge may make
 
 
-HEADER = "spamfilter-export\t2\nlabels\tham\tspam\nscope\tsite\n"
+HEADER = "spamfilter-export\t3\nlabels\tham\tspam\nscope\tsite\n"
 
 
 def counts_only(text: str, top: int) -> tuple[str, int]:

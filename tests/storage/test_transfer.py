@@ -52,6 +52,7 @@ def sample() -> str:
     writer.learned(Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1))
     writer.scope("alice")
     writer.total(Total("spam", 1, 4, 2))
+    writer.tokens([(5, 0, 0, 1, 1, 20501), (7, 0, 0, 1, 3, 20501)])
     writer.learned(Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2))
     writer.end()
     return out.getvalue()
@@ -63,8 +64,8 @@ def read(text: str) -> list[object]:
 
 def test_written_records_read_back() -> None:
     text = sample()
-    assert text.splitlines()[0] == "spamfilter-export\t2"
-    assert text.splitlines()[-1] == "end\t2\t2\t2\t2\t0"
+    assert text.splitlines()[0] == "spamfilter-export\t3"
+    assert text.splitlines()[-1] == "end\t2\t2\t4\t2\t0"
     assert f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t" in text
     assert text.splitlines()[6].endswith("\t-")
     assert read(text) == [
@@ -75,6 +76,8 @@ def test_written_records_read_back() -> None:
         Learned(DIGEST_A, "ham", WHEN, encode_bag({-(2**63): 2}), 1),
         Scope("alice"),
         Total("spam", 1, 4, 2),
+        Token(5, {"ham": (0, 0), "spam": (1, 1)}, 20501),
+        Token(7, {"ham": (0, 0), "spam": (1, 3)}, 20501),
         Learned(DIGEST_B, "spam", WHEN, encode_bag({5: 1, 7: 3}), 2),
     ]
 
@@ -87,7 +90,8 @@ def _replace(text: str, number: int, line: str | None) -> str:
 
 
 BAD_BAG = base64.b64encode(encode_wide({3: 0})).decode()
-LATER = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.000000Z\t"  # line 7, without its bag
+STAMP = "2026-03-03T10:15:00.000000Z"
+LATER = f"learned\t{DIGEST_A}\tham\t{STAMP}\t"  # line 7, without its bag
 NO_BIN = "\t-"  # a learned record's last field: no ham score
 
 
@@ -101,7 +105,12 @@ def raw_bag(ids: list[int]) -> str:
 @pytest.mark.parametrize(
     ("number", "line", "message"),
     [
-        (1, "spamfilter-export\t3", "line 1: export format version '3' is not supported"),
+        (1, "spamfilter-export\t4", "line 1: export format version '4' is not supported"),
+        (
+            1,
+            "spamfilter-export\t0",
+            "format version '0' is not supported (this version reads 1, 2 and 3)",
+        ),
         (1, "something else", "line 1: not a spamfilter export file"),
         (2, "labels\tham\tjunk", "line 2: unknown label 'junk'"),
         (4, "total\tjunk\t1\t1\t1", "line 4: unknown label 'junk'"),
@@ -137,10 +146,10 @@ def raw_bag(ids: list[int]) -> str:
         (8, "scope\tuser:Alice", "line 8: user scope 'user:Alice' is not a normalised"),
         (8, "scope\tother", "line 8: scope 'other' is neither"),
         (8, f"learned\t{'0' * 64}\tham\t2026-03-03T10:15:00.000000Z\t\t-", "ascending digest"),
-        (11, "end\t2\t2\t2\t3\t0", "line 11: the record counts of 'end' disagree"),
-        (11, "end\t2\t2\t2\t2\t1", "line 11: the record counts of 'end' disagree"),
-        (11, "end\t2\t2\t2\t2", "line 11: a 'end' record has 5 fields, this one 4"),
-        (11, f"end\t2\t2\t2\t{2**53}\t0", f"line 11: {2**53} is not a non-negative count"),
+        (13, "end\t2\t2\t4\t3\t0", "line 13: the record counts of 'end' disagree"),
+        (13, "end\t2\t2\t4\t2\t1", "line 13: the record counts of 'end' disagree"),
+        (13, "end\t2\t2\t4\t2", "line 13: a 'end' record has 5 fields, this one 4"),
+        (13, f"end\t2\t2\t4\t{2**53}\t0", f"line 13: {2**53} is not a non-negative count"),
         # Counts that disagree with their model's totals (line 4: ham 2 30 12).
         (
             5,
@@ -166,13 +175,18 @@ def raw_bag(ids: list[int]) -> str:
             "line, more than the 1 of the ham total (line 4)",
         ),
         (
-            9,
-            "total\tspam\t0\t4\t2",
-            "line 10: 1 spam messages are recorded as learned by "
-            "this line, more than the 0 of the spam total (line 9)",
+            12,
+            f"learned\t{DIGEST_B}\tspam\t{STAMP}\t{raw_bag([5])}\t-\n"
+            f"learned\t{'c' * 64}\tspam\t{STAMP}\t{raw_bag([7])}\t-",
+            "line 13: 2 spam messages are recorded as learned by "
+            "this line, more than the 1 of the spam total (line 9)",
         ),
-        (11, "frob", "line 11: unknown record 'frob'"),
-        (11, None, "line 11: the file ends without its 'end' record"),
+        # A learned record naming a token its model's records do not hold (site holds
+        # -2**63 and 5; alice 5 and 7).
+        (7, LATER + raw_bag([5, 7]) + NO_BIN, "line 7: the learned record names token 7, "),
+        (11, None, "line 11: the learned record names token 7, which the model's token"),
+        (13, "frob", "line 13: unknown record 'frob'"),
+        (13, None, "line 13: the file ends without its 'end' record"),
     ],
 )
 def test_a_bad_line_is_named(number: int, line: str | None, message: str) -> None:
@@ -188,17 +202,19 @@ def test_ham_scores_and_a_learned_messages_bin_read_back() -> None:
     writer.total(Total("ham", 2, 30, 12))
     writer.ham_score(HamScore(0, 1500))
     writer.ham_score(HamScore(81, 2))
+    writer.tokens([(5, 1, 1, 0, 0, 20500)])
     writer.learned(Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1, ham_bin=81))
     writer.end()
     text = out.getvalue()
     assert "hamscore\t0\t1500\nhamscore\t81\t2\n" in text
     assert text.splitlines()[-2].endswith("\t81")
-    assert text.splitlines()[-1] == "end\t1\t1\t0\t1\t2"
+    assert text.splitlines()[-1] == "end\t1\t1\t1\t1\t2"
     assert read(text) == [
         Scope(None),
         Total("ham", 2, 30, 12),
         HamScore(0, 1500),
         HamScore(81, 2),
+        Token(5, {"ham": (1, 1), "spam": (0, 0)}, 20500),
         Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1, ham_bin=81),
     ]
 
@@ -206,18 +222,18 @@ def test_ham_scores_and_a_learned_messages_bin_read_back() -> None:
 def test_the_file_holds_bags_in_the_wide_layout_whatever_was_stored() -> None:
     """A record stored narrow (the database's layout now) or wide (records stored before)
     is written alike, in the file's one layout; read back, it comes in the stored layout."""
-    bag = {5: 1, 7: 300, -(2**63): 2}
+    bag = {5: 300, -(2**63): 2}
 
     def line(stored: bytes) -> str:
         out = io.StringIO()
-        Writer(out).learned(Learned(DIGEST_A, "ham", WHEN, stored, 3))
+        Writer(out).learned(Learned(DIGEST_A, "ham", WHEN, stored, 2))
         return out.getvalue()
 
     assert encode_bag(bag) != encode_wide(bag)
     assert line(encode_bag(bag)) == line(encode_wide(bag))
     assert f"\t{base64.b64encode(encode_wide(bag)).decode()}\t" in line(encode_bag(bag))
     text = _replace(sample(), 7, line(encode_bag(bag)).rstrip("\n"))
-    assert read(text)[4] == Learned(DIGEST_A, "ham", WHEN, encode_bag(bag), 3)
+    assert read(text)[4] == Learned(DIGEST_A, "ham", WHEN, encode_bag(bag), 2)
 
 
 def test_a_bag_in_the_stored_layout_is_refused_in_a_file() -> None:
@@ -230,34 +246,59 @@ def test_a_version_1_file_is_read_without_ham_scores() -> None:
     bag = base64.b64encode(encode_wide({5: 1})).decode()
     text = (
         "spamfilter-export\t1\nlabels\tham\tspam\nscope\tsite\ntotal\tham\t1\t1\t1\n"
-        f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}\nend\t1\t1\t0\t1\n"
+        "token\t5\t1\t1\t0\t0\t20500\n"
+        f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}\nend\t1\t1\t1\t1\n"
     )
     assert read(text) == [
         Scope(None),
         Total("ham", 1, 1, 1),
+        Token(5, {"ham": (1, 1), "spam": (0, 0)}, 20500),
         Learned(DIGEST_A, "ham", WHEN, encode_bag({5: 1}), 1),
     ]
-    with pytest.raises(InvalidDataFile, match="line 5: unknown record 'hamscore'"):
+    with pytest.raises(InvalidDataFile, match="line 6: unknown record 'hamscore'"):
         read(text.replace("learned", "hamscore\t3\t1\nlearned"))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_has_the_tokens_its_model_lacks_left_out_of_a_bag(version: int) -> None:
+    """Releases before version 3 wrote bags as stored, naming tokens expiry had deleted: the
+    ids the model's records do not hold are left out (as export writes the bag now), the
+    rest read as they are; the same record in a version-3 file is refused."""
+    ham_bin = "" if version == 1 else NO_BIN
+    bag = base64.b64encode(encode_wide({3: 4, 5: 2, 9: 1})).decode()
+    learned = f"learned\t{DIGEST_A}\tham\t2026-03-03T10:15:00.123456Z\t{bag}{ham_bin}\n"
+    end = "end\t1\t1\t1\t1" + ("" if version == 1 else "\t0")
+    token = "token\t5\t1\t2\t0\t0\t20500\n"
+    body = f"labels\tham\tspam\nscope\tsite\ntotal\tham\t1\t2\t1\n{token}{learned}{end}\n"
+    assert read(f"spamfilter-export\t{version}\n{body}")[-1] == Learned(
+        DIGEST_A, "ham", WHEN, encode_bag({5: 2}), 1
+    )
+    if version == 2:
+        with pytest.raises(InvalidDataFile, match="line 6: the learned record names token 3,"):
+            read(f"spamfilter-export\t3\n{body}")
 
 
 def test_the_largest_values_read_back() -> None:
     """Counts up to 2**53 - 1, a seen day up to 2**31 - 1, a bag of 100,000 tokens."""
     top = 2**53 - 1
     bag = encode_bag({n: 1 for n in range(100_000)})
+    held = [Token(n, {"ham": (0, 0), "spam": (0, 0)}, 1) for n in range(100_000)]
     out = io.StringIO()
     writer = Writer(out)
     writer.header()
     writer.scope(None)
     writer.total(Total("ham", top, top, top))
     writer.total(Total("spam", top, top, top))
-    writer.tokens([(2**63 - 1, top, top, top, top, 2**31 - 1)])
+    writer.tokens(
+        [*((n, 0, 0, 0, 0, 1) for n in range(100_000)), (2**63 - 1, top, top, top, top, 2**31 - 1)]
+    )
     writer.learned(Learned(DIGEST_A, "spam", WHEN, bag, 100_000))
     writer.end()
     assert read(out.getvalue()) == [
         Scope(None),
         Total("ham", top, top, top),
         Total("spam", top, top, top),
+        *held,
         Token(2**63 - 1, {"ham": (top, top), "spam": (top, top)}, 2**31 - 1),
         Learned(DIGEST_A, "spam", WHEN, bag, 100_000),
     ]
