@@ -45,7 +45,7 @@ from tests.adapters.spamd.conftest import Spamd, spamd_overrides, start_spamd, t
 from tests.builders import ham_message, spam_message
 from tests.environment import drop_settings
 from tests.mail_user import LOGNAME, MailUser, fresh_mail, make_mail_user, nss_wrapper
-from tests.readme import DOCS, MAIL_SERVERS, snippet, snippets
+from tests.readme import DOCS, MAIL_SERVERS, README, snippet, snippets
 
 pytestmark = pytest.mark.peer
 
@@ -281,3 +281,19 @@ def test_the_exim_acl_scores_with_spamd(
 def test_the_pipe_guide_shows_the_same_rcfile(name: str) -> None:
     guide = (DOCS / "integration" / "pipe.md").read_text()
     assert f"```{name}\n{snippet(name)}```\n" in guide
+
+
+# The README's one-liners quote the snippets: each is shown there exactly as on the page.
+README_QUOTES = (
+    ("postfix-main.cf", "smtpd_milters = inet:127.0.0.1:8891"),
+    ("spamc", "spamc -c < message.eml"),
+    ("spamc", "spamc -u alice -L spam < m.eml"),
+    ("exim-main", "spamd_address = 127.0.0.1 783"),
+    ("procmail", 'spamfilter-filter --exit-zero --user "$LOGNAME"'),
+)
+
+
+@pytest.mark.parametrize(("name", "quoted"), README_QUOTES)
+def test_the_readme_quotes_the_snippets(name: str, quoted: str) -> None:
+    assert quoted in snippet(name)
+    assert f"`{quoted}`" in README.read_text()
