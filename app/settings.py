@@ -91,7 +91,7 @@ class DecisionSettings(BaseModel):
     # kept between 7 and 15, and 15 until 500 ham have been scored, keeps every one of those
     # streams under 0.1 % (at most 0.096 % on a SpamAssassin seed; a ceiling of 14 gives
     # 0.120 %), and the Enron users' own models with the site-wide fallback too (a floor of
-    # 6 gives 0.109 % there). README, "The spam cut-off", has what else was measured.
+    # 6 gives 0.109 % there). docs/evaluation.md, "The spam cut-off, measured", has the rest.
     spam_log_odds: float = Field(
         7.0,
         allow_inf_nan=False,
@@ -513,7 +513,7 @@ class Settings(BaseSettings):
     )
     # Why 1,000,000: online with the cap at 50 / 25 / 10 % of the uncapped vocabulary,
     # 1-ROCA% goes 0.052 -> 0.057 / 0.065 / 0.121 on the SpamAssassin corpus (seed 1) and
-    # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (README, "Keeping the database small"): a cap
+    # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (docs/evaluation.md, "What a cap costs"): a cap
     # well below what a model learns costs accuracy. Those corpora leave 54k-56k tokens after
     # 6k-11k messages (94k after both, 17k messages), so a million is reached only by a model
     # fed hundreds of thousands of messages; a million token rows take about 22 MB in SQLite.
@@ -532,7 +532,7 @@ class Settings(BaseSettings):
         description="expire tokens not learned for this many days (0: never by age)",
     )
     # Why 200,000: a classification read ~190 token rows from the database, 0.5 of its 2.3 ms
-    # (README, "Speed"); held, only tokens new to the process are read. An entry is ~200
+    # (docs/benchmarks.md, "Speed"); held, only tokens new to the process are read. An entry is ~200
     # bytes, so the default bounds the cache near 40 MB per process, and holds the whole
     # vocabulary of the models measured (54k-94k tokens).
     cache_tokens: int = Field(
