@@ -1,5 +1,7 @@
 """The manual stays true to the code: the settings tables of docs/configuration.md are what
-``app.settings.Settings`` describes (docs/gen_config.py writes them)."""
+``app.settings.Settings`` describes (docs/gen_config.py writes them), and the README stays the
+short front door, its detail on the docs pages (mkdocs build --strict, in .ci/run, checks
+every link between them)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from pydantic import BaseModel
 
 from app.settings import Settings
 
-GENERATOR = Path(__file__).resolve().parents[1] / "docs" / "gen_config.py"
+ROOT = Path(__file__).resolve().parents[1]
+GENERATOR = ROOT / "docs" / "gen_config.py"
 
 
 def generator() -> ModuleType:
@@ -49,3 +52,10 @@ def test_a_changed_description_makes_the_check_fail(monkeypatch: pytest.MonkeyPa
     field = Settings.model_fields["scope"]
     monkeypatch.setattr(field, "description", "a description the page does not show")
     assert gen.main(["--check"]) == 1
+
+
+def test_the_readme_fits_on_a_screen_and_links_every_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250, "move detail to a page of docs/"
+    pages = {page.name for page in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert {page for page in pages if f"(docs/{page})" not in readme} == set()
