@@ -39,7 +39,11 @@ class ModelSettings(BaseModel):
     counting: Literal["occurrences", "presence"] = Field(
         "presence", description="count every occurrence of a token, or once per message"
     )
-    kind: Literal["multinomial", "bernoulli"] = "multinomial"
+    kind: Literal["multinomial", "bernoulli"] = Field(
+        "multinomial",
+        description="multinomial, or bernoulli (scores every vocabulary token: slower on large"
+        " models)",
+    )
     # Why 25 per kind: online over seeds 1-5 of the SpamAssassin corpus with thick training,
     # the 25 most decisive body words plus the 25 most decisive header/URL/MIME tokens give
     # mean 1-ROCA% 0.081, against 0.092 for the 50 most decisive tokens of any kind (20+20:
@@ -78,7 +82,7 @@ class ModelSettings(BaseModel):
 class DecisionSettings(BaseModel):
     """Verdict cut-offs on the log-odds (nats) and the training guard rail."""
 
-    ham_log_odds: float = Field(0.0, allow_inf_nan=False)
+    ham_log_odds: float = Field(0.0, allow_inf_nan=False, description="ham below this log-odds")
     # Why a cut-off that follows the site's ham, between 7 and 15 nats: one fixed cut-off
     # loses a different share of ham on different mail. Online, at 8 nats 0.27 % of ham was
     # judged spam on the SpamAssassin corpus (mean of seeds 1-5) against 0.05-0.07 % on the
@@ -87,7 +91,7 @@ class DecisionSettings(BaseModel):
     # kept between 7 and 15, and 15 until 500 ham have been scored, keeps every one of those
     # streams under 0.1 % (at most 0.096 % on a SpamAssassin seed; a ceiling of 14 gives
     # 0.120 %), and the Enron users' own models with the site-wide fallback too (a floor of
-    # 6 gives 0.109 % there). README, "The spam cut-off", has what else was measured.
+    # 6 gives 0.109 % there). docs/evaluation.md, "The spam cut-off, measured", has the rest.
     spam_log_odds: float = Field(
         7.0,
         allow_inf_nan=False,
@@ -157,8 +161,14 @@ class TokenizerSettings(BaseModel):
     app.domain.message). Past every limit a ``meta:limit:*`` token records that it was hit;
     no limit ever turns a message into an error."""
 
-    max_token_length: int = Field(40, ge=4, le=1000)
-    max_tokens: int = Field(5000, ge=10)
+    max_token_length: int = Field(
+        40, ge=4, le=1000, description="longer words become one skip: token"
+    )
+    max_tokens: int = Field(
+        5000,
+        ge=10,
+        description="tokens counted per message (headers first); later ones are dropped",
+    )
     scan_bytes: int = Field(
         512 * KIB, ge=KIB, description="only the first N bytes of a larger message are tokenised"
     )
@@ -181,8 +191,8 @@ class TokenizerSettings(BaseModel):
 class ServerSettings(BaseModel):
     """HTTP front end."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="the address spamfilter serve listens on")
+    port: int = Field(8000, ge=0, le=65535, description="the port spamfilter serve listens on")
     # Why one per core: a worker runs Python one thread at a time, so a second core is used
     # only by a second process (bench speed, 16 connections: 94 vs 292 classify/s on 2 cores).
     workers: int = Field(
@@ -251,8 +261,8 @@ class ServerSettings(BaseModel):
 class SpamdSettings(BaseModel):
     """The spamd-protocol listener (spamc, Exim's spam= condition)."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(783, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="the address spamfilter spamd listens on")
+    port: int = Field(783, ge=0, le=65535, description="the port spamfilter spamd listens on")
     allow_tell: bool = Field(False, description="accept TELL (learn/forget), like --allow-tell")
     # The spamd protocol has no credentials (spamc sends none), so TELL, which trains the
     # models, is limited by the peer's address, as spamd's --allowed-ips limits connections.
@@ -271,7 +281,9 @@ class SpamdSettings(BaseModel):
     idle_timeout_seconds: float = Field(
         5.0, gt=0, description="a connection that sends nothing for this long is closed"
     )
-    max_connections: int = Field(64, ge=1)
+    max_connections: int = Field(
+        64, ge=1, description="requests served at once; further clients wait in the listen backlog"
+    )
 
     @field_validator("tell_from", mode="before")
     @classmethod
@@ -452,11 +464,22 @@ class Settings(BaseSettings):
         env_prefix="SPAMFILTER_", env_nested_delimiter="__", env_file=".env", extra="ignore"
     )
 
-    database_url: str = Field(default_factory=default_database_url)
-    api_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    database_url: str = Field(
+        default_factory=default_database_url,
+        description="sqlite:///PATH or postgresql://user:pass@host/db",
+    )
+    api_tokens: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="comma-separated bearer tokens; when set, feedback, forget, stats and metrics"
+        " need Authorization: Bearer TOKEN, and classify hides header and address clues from"
+        " callers without one",
+    )
     # Tokens that open the console read-only (status, history, graphs, scan); api_tokens
     # are the admin role, which may also learn and forget.
-    read_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    read_tokens: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="comma-separated tokens that open the web console read-only",
+    )
     # A user's scope is ``<scope>/user:<name>`` (app.domain.users): 44 + 6 + 150 characters
     # fit the 200 of a scope name.
     scope: str = Field(
@@ -490,7 +513,7 @@ class Settings(BaseSettings):
     )
     # Why 1,000,000: online with the cap at 50 / 25 / 10 % of the uncapped vocabulary,
     # 1-ROCA% goes 0.052 -> 0.057 / 0.065 / 0.121 on the SpamAssassin corpus (seed 1) and
-    # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (README, "Keeping the database small"): a cap
+    # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (docs/evaluation.md, "What a cap costs"): a cap
     # well below what a model learns costs accuracy. Those corpora leave 54k-56k tokens after
     # 6k-11k messages (94k after both, 17k messages), so a million is reached only by a model
     # fed hundreds of thousands of messages; a million token rows take about 22 MB in SQLite.
@@ -509,7 +532,7 @@ class Settings(BaseSettings):
         description="expire tokens not learned for this many days (0: never by age)",
     )
     # Why 200,000: a classification read ~190 token rows from the database, 0.5 of its 2.3 ms
-    # (README, "Speed"); held, only tokens new to the process are read. An entry is ~200
+    # (docs/benchmarks.md, "Speed"); held, only tokens new to the process are read. An entry is ~200
     # bytes, so the default bounds the cache near 40 MB per process, and holds the whole
     # vocabulary of the models measured (54k-94k tokens).
     cache_tokens: int = Field(

@@ -7,7 +7,7 @@ home folder under ``tmp_path``. Both programs are set-group-id ``mail``, and the
 loader ignores a preloaded library in a set-id process; run with ``setpriv --regid=mail`` the
 group is already ``mail``, so nothing is set-id at exec and the library is loaded.
 
-The home folder is what the README's snippets assume of an installed user:
+The home folder is what the snippets of docs/mail-servers.md assume of an installed user:
 ``~/.local/bin/spamfilter-filter`` (``pip install --user``; here a script that runs this
 checkout's code), the default database ``~/.local/share/spamfilter/spamfilter.db`` (trained
 on generated mail), and the Maildir ``~/Maildir`` with its Junk folder.

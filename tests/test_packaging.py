@@ -1,7 +1,7 @@
 """Packaging: the runtime installs, and runs, without the test and analysis tools.
 
 ``requirements.lock`` is the runtime (what ``pip install .`` needs, exact pins) and
-``requirements-dev.lock`` the runtime with the ``test`` and ``eval`` extras. The locks are
+``requirements-dev.lock`` the runtime with the ``test``, ``eval`` and ``docs`` extras. The locks are
 checked against pyproject.toml and against the dependency metadata of the installed
 packages; the entry points are then run in a subprocess in which numpy, scipy, matplotlib
 and scikit-learn cannot be imported, as in an install of the runtime lock alone.

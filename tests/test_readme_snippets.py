@@ -1,7 +1,8 @@
-"""The README's mail-server snippets, each read from README.md and run with the real program.
+"""The manual's mail-server snippets, each read from docs/mail-servers.md and run with the real
+program.
 
-Every snippet of the "Mail-server integration" section is a fenced block of its own with a
-``<!-- snippet: NAME -->`` line above it (tests/readme.py). Where each one runs:
+Every snippet of that page is a fenced block of its own with a ``<!-- snippet: NAME -->``
+line above it (tests/readme.py). Where each one runs:
 
 * procmail, maildrop: here, as the user's ``~/.procmailrc`` / ``~/.mailfilter`` written
   exactly as shown, with Debian's procmail and maildrop delivering into a Maildir
@@ -15,10 +16,10 @@ Every snippet of the "Mail-server integration" section is a fenced block of its 
   (PATH, /usr/sbin, or SPAMFILTER_TEST_EXIM=/path/to/exim4) and is skipped, even under
   SPAMFILTER_TEST_REQUIRE_PEERS=1, where none is.
 * Postfix main.cf: tests/adapters/milter/test_postfix.py, whose private Postfix takes its
-  milter lines from the README (tests/adapters/milter/postfix.py).
-* Sieve and Dovecot: the README shows docs/integration/dovecot/'s files (less their leading
+  milter lines from the page (tests/adapters/milter/postfix.py).
+* Sieve and Dovecot: the page shows docs/integration/dovecot/'s files (less their leading
   comment lines), which tests/adapters/dovecot/ installs into a real Dovecot; the test here
-  checks the README shows them byte for byte.
+  checks the page shows them byte for byte.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from tests.adapters.spamd.conftest import Spamd, spamd_overrides, start_spamd, t
 from tests.builders import ham_message, spam_message
 from tests.environment import drop_settings
 from tests.mail_user import LOGNAME, MailUser, fresh_mail, make_mail_user, nss_wrapper
-from tests.readme import README, snippet, snippets
+from tests.readme import DOCS, MAIL_SERVERS, README, snippet, snippets
 
 pytestmark = pytest.mark.peer
 
@@ -64,15 +65,8 @@ DOVECOT_FILES = ("spam-to-junk.sieve", "90-spamfilter-imapsieve.conf")
 DOVECOT_FILES += ("report-spam.sieve", "report-ham.sieve")
 
 
-def section(text: str, heading: str) -> str:
-    """The part of ``text`` under ``heading`` (a ``## `` line), up to the next such heading."""
-    start = text.index(f"\n{heading}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end >= 0 else len(text)]
-
-
-def test_every_block_of_the_section_is_a_marked_snippet() -> None:
-    text = section(README.read_text(), "## Mail-server integration")
+def test_every_block_of_the_page_is_a_marked_snippet() -> None:
+    text = MAIL_SERVERS.read_text()
     fences = re.findall(r"^```", text, re.MULTILINE)
     marked = snippets(text)
     assert sorted(marked) == sorted(MAIL_SERVER_SNIPPETS)
@@ -83,7 +77,7 @@ def test_every_block_of_the_section_is_a_marked_snippet() -> None:
 def test_the_dovecot_snippets_are_the_files_the_dovecot_tests_install(name: str) -> None:
     text = (FILES / name).read_text()
     shown = snippet(name)
-    assert text.endswith(shown), f"README.md's {name} differs from {FILES / name}"
+    assert text.endswith(shown), f"{MAIL_SERVERS.name}'s {name} differs from {FILES / name}"
     left_out = text[: len(text) - len(shown)].splitlines()
     assert all(line == "" or line.startswith("#") for line in left_out), left_out
 
@@ -285,5 +279,21 @@ def test_the_exim_acl_scores_with_spamd(
 
 @pytest.mark.parametrize("name", ["procmail", "maildrop"])
 def test_the_pipe_guide_shows_the_same_rcfile(name: str) -> None:
-    guide = (README.parent / "docs" / "integration" / "pipe.md").read_text()
+    guide = (DOCS / "integration" / "pipe.md").read_text()
     assert f"```{name}\n{snippet(name)}```\n" in guide
+
+
+# The README's one-liners quote the snippets: each is shown there exactly as on the page.
+README_QUOTES = (
+    ("postfix-main.cf", "smtpd_milters = inet:127.0.0.1:8891"),
+    ("spamc", "spamc -c < message.eml"),
+    ("spamc", "spamc -u alice -L spam < m.eml"),
+    ("exim-main", "spamd_address = 127.0.0.1 783"),
+    ("procmail", 'spamfilter-filter --exit-zero --user "$LOGNAME"'),
+)
+
+
+@pytest.mark.parametrize(("name", "quoted"), README_QUOTES)
+def test_the_readme_quotes_the_snippets(name: str, quoted: str) -> None:
+    assert quoted in snippet(name)
+    assert f"`{quoted}`" in README.read_text()

@@ -247,6 +247,6 @@ def refuse_newer(revision: str | None) -> None:
     raise ConfigurationError(
         f"the database is at schema revision {revision}, which this release of spamfilter "
         f"does not know (its newest is {SCHEMA_REVISION}): a newer release migrated it. Run "
-        "that release, or downgrade the database with it first (README, Upgrading and going "
-        "back)"
+        "that release, or downgrade the database with it first (docs/operations.md, Upgrading "
+        "and going back)"
     )

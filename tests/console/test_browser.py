@@ -1,7 +1,7 @@
 """The console in a real browser: log in, scan a message, learn one from the history and see
 the counts move, on a real ``spamfilter serve``.
 
-With SPAMFILTER_TEST_SCREENSHOTS=docs/console the screenshots in the README are (re)taken.
+With SPAMFILTER_TEST_SCREENSHOTS=docs/console the screenshots of docs/console.md are (re)taken.
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ from pathlib import Path
 from tests.readme import snippet
 
 MAILBOX = "user@example.test"
-# The milter lines are the README's (snippet "postfix-main.cf"), with the milter's address
-# replaced by the test milter's: what a reader copies is what these tests run.
-README_MILTER = "inet:127.0.0.1:8891"
+# The milter lines are docs/mail-servers.md's (snippet "postfix-main.cf"), with the milter's
+# address replaced by the test milter's: what a reader copies is what these tests run.
+PAGE_MILTER = "inet:127.0.0.1:8891"
 _MAIN_CF = """\
 compatibility_level = 3.6
 queue_directory = {base}/queue
@@ -90,10 +90,10 @@ def free_port() -> int:
 
 
 def milter_lines(milter: str) -> str:
-    """The README's main.cf milter lines, pointing at ``milter`` (Postfix's notation)."""
+    """docs/mail-servers.md's main.cf milter lines, pointing at ``milter`` (Postfix notation)."""
     lines = snippet("postfix-main.cf")
-    assert README_MILTER in lines, f"the README's main.cf lines name no {README_MILTER}"
-    return lines.replace(README_MILTER, milter)
+    assert PAGE_MILTER in lines, f"the page's main.cf lines name no {PAGE_MILTER}"
+    return lines.replace(PAGE_MILTER, milter)
 
 
 def postfix_socket(libmilter_socket: str) -> str:

@@ -1,5 +1,5 @@
 """users.train_site over spamd TELL with a user (``spamc -u NAME -L ...``): the trade-off the
-README's Per-user models section reports, measured here on a small deterministic model.
+Per-user models page (docs/per-user.md) reports, measured here on a small deterministic model.
 
 Default settings (thick training) but for a low ``decision.min_messages``. A site-wide
 model learns 20 generated spam and 20 ham. Bob has no model of his own, so the
