@@ -171,6 +171,7 @@ class Trainer:
         if not thick:
             return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.min_messages
+        novelty_margin = self._settings.training_novelty
         learn = worth_learning(
             log_odds,
             label,
@@ -178,8 +179,9 @@ class Trainer:
             margin,
             learned[label],
             needed,
-            novelty=judged.novelty(),
-            novelty_margin=self._settings.training_novelty,
+            # Each token's counts are walked only where the rule is on.
+            novelty=judged.novelty() if novelty_margin > 0 else 0.0,
+            novelty_margin=novelty_margin,
         )
         return learn, ham_bin
 
