@@ -16,6 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from app.api.errors import AdminDisabled, NotAuthenticated
 from app.api.metrics import Metrics
@@ -88,18 +89,22 @@ async def caller_is_trusted(
     settings: Annotated[Settings, Depends(settings_of)], credentials: CredentialsDep
 ) -> bool:
     """True when no tokens are configured or the request carries a valid one; never 401."""
-    if not settings.api_tokens:
-        return True
-    return credentials is not None and _is_configured(credentials.credentials, settings.api_tokens)
+    return _trusted(settings, credentials.credentials if credentials is not None else None)
 
 
 def carries_token(request: Request, settings: Settings) -> bool:
     """Whether the request may use what token holders may (as ``caller_is_trusted``), read
-    straight from its Authorization header: for code that runs outside dependencies."""
+    straight from its Authorization header, parsed as HTTPBearer parses it: for code that
+    runs outside dependencies."""
+    scheme, given = get_authorization_scheme_param(request.headers.get("authorization"))
+    return _trusted(settings, given if scheme.lower() == "bearer" and given else None)
+
+
+def _trusted(settings: Settings, given: str | None) -> bool:
+    """The one rule: no tokens configured, or ``given`` is one of them."""
     if not settings.api_tokens:
         return True
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and _is_configured(given.strip(), settings.api_tokens)
+    return given is not None and _is_configured(given, settings.api_tokens)
 
 
 def _is_configured(given: str, tokens: list[str]) -> bool:
