@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.errors import Overloaded
 
 if TYPE_CHECKING:
-    from app.settings import ServerSettings
+    from app.settings.schema import ServerSettings
 
 T = TypeVar("T")
 Clock = Callable[[], float]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.errors import ConfigurationError
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 def check_bind(settings: Settings) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from app.service import SpamFilter
 from app.service.events import Observer
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.sqlite_file import exposure, require_writable
 from app.storage.store import Store

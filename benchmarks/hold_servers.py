@@ -15,7 +15,7 @@ from typing import Any
 
 from app.admission import BodyBudget
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from benchmarks.hold_bench import HoldPlan, HoldReport, Ports, run_holds
 
 START_SECONDS = 30.0

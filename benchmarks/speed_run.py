@@ -26,10 +26,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.config import mask_url
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.service.read_ahead import read_ahead, reading_processes
-from app.settings import Settings
+from app.settings.loading import mask_url
+from app.settings.schema import Settings
 from benchmarks import scratch_schema, speed_report
 from benchmarks.bench_servers import HOST, BenchError, environment, program, serve
 from benchmarks.loadgen import LoadResult, Request, Tally, run_load

@@ -1,4 +1,4 @@
-"""Write the settings tables of docs/configuration.md from ``app.settings.Settings``.
+"""Write the settings tables of docs/configuration.md from ``app.settings.schema.Settings``.
 
 Every setting's row comes from its ``Field(description=...)`` and its default, so the page
 cannot drift from the code. Run from the repository root after changing a setting:
@@ -60,7 +60,7 @@ def rows(model: type[BaseModel], prefix: str) -> list[str]:
 
 def render() -> str:
     """The generated part of the page: the top-level settings, then a table per group."""
-    from app.settings import Settings
+    from app.settings.schema import Settings
 
     head = "| variable | default | meaning |\n| --- | --- | --- |\n"
     parts = ["### Top level\n\n", head, *rows(Settings, "SPAMFILTER_")]

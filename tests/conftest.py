@@ -28,7 +28,7 @@ from sqlalchemy.engine import URL, make_url
 
 from app.bootstrap import build_service
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import normalise_url
 from tests.environment import drop_settings
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.bootstrap import build_service
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.peers import require_program, require_root, unavailable
 from tests.adapters.pipe.conftest import train
 from tests.builders import ham_message, spam_message

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from app.cli import cli
-from app.config import unknown_variables
+from app.settings.loading import unknown_variables
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"

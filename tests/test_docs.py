@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 from pydantic import BaseModel
 
-from app.settings import Settings
+from app.settings.schema import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = ROOT / "docs" / "gen_config.py"

@@ -21,7 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.codec import encode_wide
 from app.storage.engine import make_engine
 from app.storage.migrate import downgrade, upgrade

@@ -240,7 +240,7 @@ def test_the_api_classifies_without_analysis_packages(tmp_path: Path) -> None:
         f"""
         from fastapi.testclient import TestClient
         from app.api.app import create_app
-        from app.settings import Settings
+        from app.settings.schema import Settings
         from tests.api.samples import HAM, SPAM, SPAMMY
 
         settings = Settings(database_url="sqlite:///{tmp_path / "api.db"}")

@@ -38,7 +38,7 @@ import pytest
 
 from app.bootstrap import build_service
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.dovecot.instance import FILES
 from tests.adapters.peers import require_program
 from tests.adapters.spamd.conftest import Spamd, spamd_overrides, start_spamd, train

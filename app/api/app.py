@@ -1,8 +1,8 @@
 """The application factory. Nothing is built at import: ``create_app(settings)`` builds it all.
 
-``uvicorn --factory app.api.app:app_factory`` runs it with the settings ``app.config`` loads:
-the config file ``SPAMFILTER_CONFIG`` names (``spamfilter serve`` sets it) or the first of the
-usual places, the ``SPAMFILTER_*`` environment on top.
+``uvicorn --factory app.api.app:app_factory`` runs it with the settings
+``app.settings.loading`` loads: the config file ``SPAMFILTER_CONFIG`` names (``spamfilter
+serve`` sets it) or the first of the usual places, the ``SPAMFILTER_*`` environment on top.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from app.api.metrics import Metrics, MetricsMiddleware
 from app.api.routes import router
 from app.bootstrap import build_service, settle
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 
 DESCRIPTION = """
 A Naive Bayes spam filter that learns from every correction.
@@ -86,7 +86,7 @@ def app_factory() -> FastAPI:
     """The app with settings from the config file and the environment (``uvicorn --factory``);
     a worker then freezes what it has made out of the garbage collector's full passes
     (``app.bootstrap.settle``)."""
-    from app.config import load_settings
+    from app.settings.loading import load_settings
 
     app = create_app(load_settings())
     settle()

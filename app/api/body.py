@@ -31,7 +31,7 @@ from app.api.dependencies import carries_token
 from app.api.errors import RequestTimeout, UnsupportedMediaType
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service import Form
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 @asynccontextmanager

@@ -24,7 +24,7 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 class _HeadDeadline:

@@ -22,7 +22,7 @@ from app.api.errors import AdminDisabled, NotAuthenticated
 from app.api.metrics import Metrics
 from app.errors import StorageUnavailable
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 
 _bearer = HTTPBearer(
     auto_error=False,

@@ -1,7 +1,7 @@
 """The ``spamfilter`` command line: serve, learn, classify, forget, stats, user, eval,
 expire, db, export, import, backup.
 
-Settings are built once here by ``app.config.load_settings`` (the TOML file chosen by
+Settings are built once here by ``app.settings.loading.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
 both) and passed to every command; ``spamfilter config`` shows and checks them instead.
 Every command goes through ``app.bootstrap`` and the service. Errors the service raises on

@@ -14,7 +14,7 @@ from contextlib import closing
 
 from app.cli.bulk import Loaded, Loader, load
 from app.cli.mailboxes import Found
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 def processes_for(jobs: int | None, messages: int) -> int:

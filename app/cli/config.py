@@ -28,7 +28,7 @@ def config_group() -> None:
 @pass_request
 def show(request: ConfigRequest, as_json: bool) -> None:
     """Print every effective setting and where it came from (default, file, env, option)."""
-    from app.config import ConfigurationProblems, load_configuration
+    from app.settings.loading import ConfigurationProblems, load_configuration
 
     try:
         loaded = load_configuration(request.config, os.environ, request.options)
@@ -53,7 +53,7 @@ def show(request: ConfigRequest, as_json: bool) -> None:
 @pass_request
 def check(request: ConfigRequest) -> None:
     """Validate the settings; name SPAMFILTER_* variables that match no setting."""
-    from app.config import ConfigurationProblems, load_configuration, unknown_variables
+    from app.settings.loading import ConfigurationProblems, load_configuration, unknown_variables
 
     problems = unknown_variables(os.environ)
     try:
@@ -68,7 +68,7 @@ def check(request: ConfigRequest) -> None:
 def effective_values(dumped: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Settings as dotted keys, secrets masked: API and read tokens, the console's session key
     and a database URL's password."""
-    from app.config import SECRET, mask_url
+    from app.settings.loading import SECRET, mask_url
 
     values: dict[str, Any] = {}
     for key, value in dumped.items():

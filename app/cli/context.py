@@ -1,7 +1,7 @@
 """What every command shares: the settings built once by the group, the service, exit codes.
 
 The group reads its ``--config`` and ``--database-url`` into a ``ConfigRequest``; every
-command but ``config`` gets the ``CliState`` it loads (``app.config.load_settings``).
+command but ``config`` gets the ``CliState`` it loads (``app.settings.loading.load_settings``).
 
 The service is built lazily (``build_service`` pulls in SQLAlchemy and Alembic, about
 0.4 s), so ``spamfilter --help`` and option errors answer at once.
@@ -26,7 +26,7 @@ from app.errors import (
     StorageConflict,
     StorageUnavailable,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 
 if TYPE_CHECKING:
     from app.service import SpamFilter
@@ -76,7 +76,7 @@ class ConfigRequest:
 
     def state(self, environ: Mapping[str, str] = os.environ) -> CliState:
         """The settings these ask for; a configuration problem exits 2 with one line."""
-        from app.config import load_configuration
+        from app.settings.loading import load_configuration
 
         try:
             loaded = load_configuration(self.config, environ, self.options)
@@ -123,7 +123,7 @@ def exit_code(error: SpamFilterError) -> int:
 
 def warn_unknown_variables(environ: Mapping[str, str] = os.environ) -> None:
     """A stderr line per ``SPAMFILTER_*`` variable that names no setting (daemons at start)."""
-    from app.config import unknown_variables
+    from app.settings.loading import unknown_variables
 
     for line in unknown_variables(environ):
         click.echo(f"spamfilter: warning: {line}", err=True)
@@ -131,7 +131,7 @@ def warn_unknown_variables(environ: Mapping[str, str] = os.environ) -> None:
 
 def announce_database(settings: Settings) -> None:
     """``database: sqlite /path`` or ``database: postgresql user@host:port/db`` on stderr."""
-    from app.config import describe_database
+    from app.settings.loading import describe_database
 
     click.echo(f"database: {describe_database(settings.database_url)}", err=True)
 

@@ -30,7 +30,7 @@ from app.evaluation.corpus import ORDERS, CorpusError, CorpusItem
 from app.evaluation.resultfile import ResultFileError, dumps
 from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn
 from app.evaluation.session import Done, Plan
-from app.settings import Settings
+from app.settings.schema import Settings
 
 _file = click.Path(dir_okay=False, writable=True, path_type=Path)
 _result_file = click.Path(exists=True, dir_okay=False, path_type=Path)

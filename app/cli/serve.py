@@ -3,9 +3,10 @@
 With several workers, each listens on a socket of its own (``app.api.workers``): uvicorn's
 shared socket let one worker accept a whole burst of connections.
 
-Workers are separate processes that load their own settings (``app.config.load_settings``),
-so the config file read here is exported as ``SPAMFILTER_CONFIG`` and the options given here
-as ``SPAMFILTER_*`` variables (which override the file) before uvicorn starts.
+Workers are separate processes that load their own settings
+(``app.settings.loading.load_settings``), so the config file read here is exported as
+``SPAMFILTER_CONFIG`` and the options given here as ``SPAMFILTER_*`` variables (which
+override the file) before uvicorn starts.
 uvicorn and FastAPI are imported here only, so the other commands start without them.
 
 uvicorn gets the connection limits of ``settings.server`` (``app.api.connections``): the idle
@@ -26,7 +27,7 @@ from app.cli.context import (
     pass_state,
     warn_unknown_variables,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 
 APP_FACTORY = "app.api.app:app_factory"
 HTTP_IMPLEMENTATIONS = ("auto", "h11", "httptools")

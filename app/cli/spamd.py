@@ -20,7 +20,7 @@ from app.cli.context import (
     setup_logging,
     warn_unknown_variables,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 def with_spamd_options(

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from app.domain.labels import LABELS
 from app.service import Classification, MailReport
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 def thresholds(settings: Settings, result: Classification) -> dict[str, float | int | bool]:

@@ -33,7 +33,7 @@ from app.evaluation.runner import (
     run_online,
     summarise,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 
 ARMS = ("global", "separate", "fallback")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from app.evaluation.metrics import HAM, SPAM, verdict_share_pct
 from app.evaluation.runner import CV, RunResult, Summary
-from app.settings import DecisionSettings, Settings
+from app.settings.schema import DecisionSettings, Settings
 
 FILTER_NAME = "spamfilter"
 

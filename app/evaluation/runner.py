@@ -43,7 +43,7 @@ from app.evaluation.metrics import (
     split_by_label,
     verdict_share_pct,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 
 if TYPE_CHECKING:
     from app.service import Classification, FeedbackResult, SpamFilter

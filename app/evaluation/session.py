@@ -20,7 +20,7 @@ from typing import Any
 from app.evaluation import report, runner
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.runner import ModelFactory, ProgressFn, RunResult, Summary
-from app.settings import Settings
+from app.settings.schema import Settings
 
 TEMPORARY_DATABASE = "sqlite (temporary file)"
 

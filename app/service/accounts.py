@@ -17,7 +17,7 @@ from app.domain.users import users_prefix
 from app.errors import UnknownUser
 from app.service.results import Stats
 from app.service.scoping import models_for
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import Store
 
 

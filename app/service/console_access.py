@@ -22,7 +22,7 @@ import math
 import secrets
 from datetime import UTC, datetime, timedelta
 
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.console_access import LoginWindow
 from app.storage.store import Store
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from app.domain.cutoff import Calibration, score_bin, spam_cutoff
 from app.service.scoping import Models
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import Transaction
 
 

@@ -32,7 +32,7 @@ from app.service.transfer import ImportMode, ImportResult, Transfer
 from app.service.transfer_format import Counts, TextSink
 from app.service.upkeep import ExpiryReport, Upkeep
 from app.service.watching import Watcher
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import Store
 
 

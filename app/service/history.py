@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from app.service.events import Event
 from app.service.results import Analysed
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.activity import EntryFilter, EntryRow, Judged, MinuteRow
 from app.storage.store import Store
 from app.storage.tables import LATENCY_BUCKETS

@@ -29,7 +29,7 @@ from app.service.cutoffs import CutOffs
 from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import ModelTotals, Store, TokenStats, Transaction
 
 

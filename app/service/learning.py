@@ -20,7 +20,7 @@ from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
 from app.service.scoping import Models
 from app.service.upkeep import Upkeep
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import LearnedRecord, Store, Transaction
 
 T = TypeVar("T")

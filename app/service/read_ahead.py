@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from app.service.reading import Reader
 from app.service.results import Analysed, Form
-from app.settings import Settings
+from app.settings.schema import Settings
 
 K = TypeVar("K")
 

@@ -10,7 +10,7 @@ from app.domain.message import MimeLimits, NotAMessage, header_field, parse, par
 from app.domain.tokenizer import TokenizerOptions, tokenize
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service.results import Analysed, Form
-from app.settings import Settings
+from app.settings.schema import Settings
 
 # A Message-ID is kept for logs only: at most this many characters, printable ASCII.
 _MESSAGE_ID_LIMIT = 250

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from app.domain.users import InvalidUserName, normalise_user, user_scope
 from app.errors import InvalidUser
-from app.settings import Settings
+from app.settings.schema import Settings
 
 
 @dataclass(frozen=True, slots=True)

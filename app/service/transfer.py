@@ -46,7 +46,7 @@ from app.service.transfer_format import (
     scope_field,
     stored_bag,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.store import Store
 from app.storage.transfer import BATCH, LearnedRow, ModelRows, TokenRow
 

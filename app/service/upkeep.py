@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from app.domain.users import user_of
 from app.service.scoping import models_for
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.expiry import ExpiryReport
 from app.storage.rows import today
 from app.storage.store import Store

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from app.api.app import create_app
 from app.bootstrap import build_service
 from app.service import SpamFilter
-from app.settings import DecisionSettings, Settings
+from app.settings.schema import DecisionSettings, Settings
 from app.storage.engine import make_engine, normalise_url
 from tests.api.samples import HAM, SPAM
 

@@ -22,7 +22,7 @@ import pytest
 from app.api.app import create_app
 from app.api.errors import ERROR_DOCS, ERROR_HEADERS, STATUS
 from app.errors import StorageConflict
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.api.conftest import Api, MakeApi
 from tests.api.samples import message
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from app.config import mask_url
 from app.errors import InvalidMessage
 from app.evaluation.corpus import CorpusItem, load_corpus
+from app.settings.loading import mask_url
 from benchmarks import bench_servers, scratch_schema, speed_report, speed_run
 from benchmarks.loadgen import LoadResult
 from benchmarks.speed_bench import (
@@ -314,7 +314,7 @@ def test_a_plan_loads_the_corpus_and_refuses_one_message(tmp_path: Path) -> None
 
 
 def _settings() -> Any:
-    from app.settings import Settings
+    from app.settings.schema import Settings
 
     return Settings(_env_file=None, database_url="sqlite:///unused.db")
 

@@ -22,7 +22,7 @@ from app.cli.mailboxes import Found, Source, Unreadable
 from app.cli.progress import Bar
 from app.errors import StorageUnavailable
 from app.service import Analysed, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from benchmarks.hostile import shape
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages, plain

@@ -8,7 +8,7 @@ import app.cli
 import app.cli.messages
 import app.cli.users
 from app.errors import ConfigurationError, SpamFilterError, StorageUnavailable
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.conftest import Run
 
 

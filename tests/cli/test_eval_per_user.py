@@ -9,7 +9,7 @@ import pytest
 
 from app.evaluation.corpus import CorpusItem, load_corpus
 from app.evaluation.per_user import ARMS, arm_settings, interleave, users_by_item
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages
 

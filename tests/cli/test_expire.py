@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages
 

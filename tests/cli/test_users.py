@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages, write_folder
 

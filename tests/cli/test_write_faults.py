@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.bootstrap import migrate_database
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import spam_message
 from tests.environment import without_settings
 

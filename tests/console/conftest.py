@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.api.app import create_app
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.migrate import upgrade
 from app.storage.store import Store

@@ -18,7 +18,7 @@ from app.service.history import (
     bucket_of,
     percentile,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.activity import EntryFilter
 from app.storage.engine import make_engine
 from app.storage.store import Store

@@ -36,7 +36,7 @@ from app.domain.decision import Verdict
 from app.domain.tokenizer import TokenizerOptions
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service import Analysed, SpamFilter
-from app.settings import KIB, MIB, Settings, TokenizerSettings
+from app.settings.schema import KIB, MIB, Settings, TokenizerSettings
 from tests.builders import ham_message, spam_message
 from tests.domain.test_fuzz import (
     HEADER_NAMES,

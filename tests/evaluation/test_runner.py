@@ -29,7 +29,7 @@ from app.evaluation.runner import (
     temporary_sqlite,
 )
 from app.service import Analysed, FeedbackResult, Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.mailfiles import write_corpus
 
 Progress = list[tuple[int, int, str]]

@@ -12,7 +12,7 @@ import pytest
 from app.evaluation import seeds
 from app.evaluation.seeds import SeedsError, aggregate, describe_seeds, parse_seeds
 from app.evaluation.session import Plan, run_seeds
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.cli.mailfiles import write_corpus
 
 

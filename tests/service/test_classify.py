@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import ham_message, make_message, spam_message
 from tests.storage.snapshot import snapshot
 

@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.service import workload
 from tests.storage.snapshot import recount, snapshot, stored_counts
 

@@ -9,7 +9,7 @@ import pytest
 
 from app.domain.cutoff import score_bin
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import ham_message, spam_message
 from tests.storage.snapshot import snapshot
 

@@ -22,7 +22,7 @@ from app.api.app import create_app
 from app.bootstrap import build_service, migrate_database
 from app.errors import StorageUnavailable
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.peers import require_root
 from tests.builders import ham_message, spam_message
 from tests.environment import drop_settings

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.codec import decode_bag, encode_wide
 from app.storage.engine import make_engine
 from app.storage.tables import learned_message, token_count

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from app.errors import InvalidLabel, InvalidMessage
 from app.service import Analysed, SpamFilter
 from app.service.events import Event
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.repository import Transaction
 from app.storage.store import Store

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.service.test_classify import HAMMY, SPAMMY, train
 
 MakeService = Callable[..., SpamFilter]

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from app.bootstrap import build_service, migrate_database
 from app.errors import StorageWritesFailing
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from tests.builders import ham_message, spam_message
 from tests.conftest import PostgresAdmin

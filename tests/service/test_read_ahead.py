@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from app.service import read_ahead as ahead
 from app.service.reading import Reader
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import ham_message, spam_message
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.domain.decision import worth_learning
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import make_message
 from tests.service.test_classify import HAMMY, SPAMMY, train
 from tests.storage.snapshot import snapshot

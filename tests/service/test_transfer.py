@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from app.errors import InvalidDataFile, TransferRefused
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.codec import decode_wide, encode_wide
 from app.storage.tables import model_scope, token_count
 from app.storage.transfer import ModelRows

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.service import Outcome, SpamFilter
 from app.service import upkeep as upkeep_module
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.tables import token_count
 from tests.builders import ham_message, spam_message

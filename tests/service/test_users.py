@@ -10,7 +10,7 @@ import pytest
 from app.domain.decision import Verdict
 from app.errors import InvalidUser
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import ham_message, spam_message
 from tests.service.test_learn_forget import corpus, learn_all
 from tests.storage.snapshot import assert_consistent, snapshot

@@ -21,7 +21,7 @@ from typing import Any
 from app.bootstrap import build_service
 from app.domain.token_ids import token_id
 from app.service import Analysed, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import HAM_SENDERS, HAMMY_WORDS, SPAM_SENDERS, SPAMMY_WORDS, word_message
 
 WORKERS = 8

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from app.bootstrap import build_service, migrate_database
 from app.cli import cli
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import spam_message
 from tests.environment import drop_settings
 

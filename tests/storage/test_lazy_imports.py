@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from app.bootstrap import migrate_database
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.builders import make_message
 
 SCRIPT = """
 import json, sys
 from app.bootstrap import build_service
-from app.settings import Settings
+from app.settings.schema import Settings
 service = build_service(Settings(database_url=sys.argv[1]), migrate=False)
 service.learn(sys.stdin.buffer.read(), "ham")
 service.classify(b"Subject: again\\n\\nhello\\n")

@@ -28,7 +28,7 @@ from app.service.transfer_format import (
     Writer,
     read_records,
 )
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.codec import encode_bag, encode_wide
 from app.storage.migrate import head_revision
 from app.storage.store import Store

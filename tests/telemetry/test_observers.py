@@ -14,7 +14,7 @@ from app.bootstrap import observers, verdict_log_target
 from app.errors import InvalidLabel, InvalidMessage
 from app.service import SpamFilter
 from app.service.events import Event
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.store import Store
 from app.telemetry.collectors import ServiceMetrics

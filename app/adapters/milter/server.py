@@ -70,7 +70,7 @@ from app.errors import (
     describe,
 )
 from app.service import MailReport, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
@@ -103,7 +103,7 @@ def serve(
     ``announce`` receives one-line progress notes (the database once it is open and
     migrated, its revision, the bound address).
     """
-    from app.config import describe_database
+    from app.settings.loading import describe_database
 
     endpoint = parse_socket(socket_spec or settings.milter.socket)
     check_bind(endpoint, allow_public_bind)

@@ -10,7 +10,7 @@ status is 3. The classifier is a function of the raw bytes; ``classifier`` picks
 * with ``SPAMFILTER_FILTER_URL`` set, the running HTTP service (``client.py``), falling back
   to the direct path when the service does not answer;
 * otherwise the direct path: the service built in this process on the settings
-  ``app.config.load_settings`` reads (the config file, ``SPAMFILTER_*`` over it), without
+  ``app.settings.loading.load_settings`` reads (the config file, ``SPAMFILTER_*`` over it), without
   migrating (a database that is not migrated, or a missing config file, is an error, exit 3).
 """
 
@@ -27,7 +27,7 @@ from app.errors import describe
 
 if TYPE_CHECKING:
     from app.service import SpamFilter
-    from app.settings import Settings
+    from app.settings.schema import Settings
 
 Classify = Callable[[bytes], FilterReport]
 PROGRAM = "spamfilter-filter"
@@ -109,8 +109,8 @@ def direct_classifier(
         import os
 
         from app.bootstrap import build_service
-        from app.config import load_settings
         from app.errors import StorageUnavailable
+        from app.settings.loading import load_settings
 
         chosen = settings or load_settings(config, os.environ if environ is None else environ)
         service = build_service(chosen, migrate=False, adapter="pipe")

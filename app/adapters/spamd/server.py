@@ -68,7 +68,7 @@ from app.adapters.spamd.report import CheckResult
 from app.admission import BodyBudget, Reservation, in_thread
 from app.errors import MessageTooLarge
 from app.service import Classification, MailReport, Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 
 log = logging.getLogger(__name__)
 

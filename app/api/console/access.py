@@ -23,7 +23,7 @@ from app.api.console.forms import FormReader
 from app.api.console.markup import notice, page, refused_page
 from app.api.console.session import COOKIE, Keys, Session
 from app.api.dependencies import service_of
-from app.settings import Settings
+from app.settings.schema import Settings
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "

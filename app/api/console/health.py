@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from app.binding import parse_socket
 from app.errors import ConfigurationError
-from app.settings import Settings
+from app.settings.schema import Settings
 
 TIMEOUT = 0.5
 PING = b"PING SPAMC/1.5\r\n\r\n"

@@ -23,7 +23,7 @@ from app.domain.labels import LABELS
 from app.service import Classification, FeedbackResult, Stats
 from app.service.accounts import UserSummary
 from app.service.history import FALSE_POSITIVE, MISSED_SPAM, Entry, EntryFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 
 USERS_SHOWN = 50
 

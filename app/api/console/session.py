@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.settings import Settings
+from app.settings.schema import Settings
 
 COOKIE = "spamfilter_console"
 LOGIN_COOKIE = "spamfilter_console_login"

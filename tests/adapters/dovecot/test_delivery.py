@@ -20,7 +20,7 @@ import pytest
 
 from app.bootstrap import build_service
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.dovecot.instance import PASSWORD, PROJECT, USER, Dovecot, Layout, prepare
 from tests.adapters.peers import require_program, require_root
 from tests.adapters.pipe.conftest import train

@@ -17,7 +17,7 @@ import pytest
 
 from app.bootstrap import build_service
 from app.service import Outcome, SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.dovecot.instance import (
     FILES,
     PASSWORD,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.bootstrap import build_service
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.dovecot.instance import FILES, FILTER, LEARNER, spamfilter_program
 from tests.builders import make_message
 

@@ -31,7 +31,7 @@ from app.adapters.milter.server import MilterServer
 from app.admission import BodyBudget
 from app.binding import parse_socket
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.milter.wire import Peer
 from tests.adapters.peers import require_program
 from tests.builders import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.settings import Settings
+from app.settings.schema import Settings
 from benchmarks.hostile import shape
 from tests.adapters.milter.conftest import InProcessMilter, MilterProcess, write_message
 from tests.builders import make_message

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from app.adapters.milter.envelope import MAX_MACRO_BYTES, MAX_RECIPIENTS
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.milter.conftest import InProcessMilter, spammy_message
 from tests.adapters.milter.wire import OFFER, Peer, conversation, frame, send
 from tests.serving import closed_after

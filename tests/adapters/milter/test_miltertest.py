@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.milter.conftest import InProcessMilter, MilterProcess
 
 pytestmark = pytest.mark.peer

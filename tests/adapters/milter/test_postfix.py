@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.milter.conftest import MilterProcess, hammy_message, spammy_message
 from tests.adapters.milter.postfix import PostfixInstance, postfix_socket
 from tests.adapters.peers import require_program, require_root

@@ -15,7 +15,7 @@ from app.adapters.milter.server import check_bind
 from app.binding import Endpoint, parse_socket
 from app.cli import cli
 from app.errors import ConfigurationError, StorageUnavailable
-from app.settings import Settings
+from app.settings.schema import Settings
 from benchmarks.hostile import shape
 from tests.adapters.milter.conftest import InProcessMilter, hammy_message, spammy_message
 from tests.adapters.milter.wire import OFFER, Peer, closed, conversation, frame, send

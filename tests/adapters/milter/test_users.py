@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.milter.conftest import TRAINING_MESSAGES, MilterProcess
 from tests.builders import ham_message, spam_message
 

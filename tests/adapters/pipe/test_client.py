@@ -13,7 +13,7 @@ from app.adapters.pipe.client import Daemon, DaemonUnavailable, classify_remotel
 from app.adapters.pipe.filter import classifier, filter_message, service_classifier
 from app.errors import ConfigurationError, InvalidMessage, MessageTooLarge
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.pipe.conftest import RunFilter
 from tests.adapters.pipe.daemons import CLASSIFY_ANSWER, canned, free_port, http_service
 from tests.builders import ham_message, make_message, spam_message

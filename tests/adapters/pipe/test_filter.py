@@ -15,7 +15,7 @@ from app.adapters.pipe.main import run
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.errors import StorageUnavailable
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.tables import SCHEMA_REVISION
 from tests.adapters.pipe.roundtrip import check_round_trip

@@ -15,7 +15,7 @@ import pytest
 
 from app.adapters.pipe import client
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.pipe.conftest import RunFilter, train
 from tests.adapters.pipe.daemons import http_service
 from tests.builders import ham_message, spam_message

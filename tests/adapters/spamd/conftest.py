@@ -22,7 +22,7 @@ import pytest
 
 from app.adapters.spamd.server import SpamdServer
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.peers import require_program
 from tests.builders import ham_message, spam_message
 from tests.conftest import ServiceFactory, SettingsFactory

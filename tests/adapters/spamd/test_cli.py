@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from app.cli import cli
 from app.cli.spamd import check_spamd_bind, with_spamd_options
 from app.errors import ConfigurationError
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.peers import require_program
 from tests.builders import make_message
 from tests.environment import drop_settings

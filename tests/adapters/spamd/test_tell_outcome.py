@@ -11,7 +11,7 @@ import pytest
 from app.adapters.spamd.protocol import TellResponse, render_response
 from app.adapters.spamd.server import SpamdServer
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.spamd.conftest import Spamc, Spamd, exchange, spamd_overrides, train
 from tests.adapters.spamd.test_spamc import fresh
 from tests.conftest import ServiceFactory, SettingsFactory

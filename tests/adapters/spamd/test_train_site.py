@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.spamd.conftest import Spamd, exchange, spamd_overrides, train
 from tests.builders import spam_message, word_message
 from tests.conftest import ServiceFactory, SettingsFactory

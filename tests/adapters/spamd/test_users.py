@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from app.service import SpamFilter
-from app.settings import Settings
+from app.settings.schema import Settings
 from tests.adapters.spamd.conftest import Spamc, Spamd, exchange, spamd_overrides
 from tests.builders import ham_message, spam_message
 from tests.conftest import ServiceFactory, SettingsFactory

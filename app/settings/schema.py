@@ -3,7 +3,7 @@
 Nested groups use ``__``: ``SPAMFILTER_MODEL__ALPHA=0.5``. Top-level fields are
 ``SPAMFILTER_DATABASE_URL``, ``SPAMFILTER_API_TOKENS`` (comma-separated) and
 ``SPAMFILTER_SCOPE``. Nothing is built at import: callers make ``Settings()`` once and pass it.
-The entry points build it with ``app.config.load_settings``, which also reads a TOML file
+The entry points build it with ``app.settings.loading.load_settings``, which also reads a TOML file
 (``--config``, ``SPAMFILTER_CONFIG``, /etc/spamfilter, the user's config folder) under the
 environment.
 """

@@ -35,7 +35,7 @@ from pydantic_settings import (
 )
 
 from app.errors import ConfigurationError
-from app.settings import Settings
+from app.settings.schema import Settings
 
 CONFIG_VARIABLE = "SPAMFILTER_CONFIG"
 SYSTEM_CONFIG = Path("/etc/spamfilter/spamfilter.toml")

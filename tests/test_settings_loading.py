@@ -1,4 +1,4 @@
-"""app.config: which file is read, what overrides what, and the problems it names."""
+"""app.settings.loading: which file is read, what overrides what, and the problems it names."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import (
+from app.settings.loading import (
     ConfigurationProblems,
     describe_database,
     find_config_file,
