@@ -1,6 +1,6 @@
-"""Listening addresses: which are loopback, the rule for binding a public one, and the
-milter's socket notation (``inet:PORT@HOST``), which the milter listens on and the console
-probes.
+"""Listening addresses: which are loopback, the one rule for binding a public one
+(``check_bind``), and the milter's socket notation (``inet:PORT@HOST``), which the milter
+listens on and the console probes.
 
 Standard library only, so every command can check its address without importing the
 service or the database layer.
@@ -13,35 +13,31 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.errors import ConfigurationError
-from app.settings.schema import Settings
 
 
-def check_bind(settings: Settings) -> None:
-    """Raise ConfigurationError for an HTTP bind on a non-loopback address without API tokens.
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """A daemon's listening socket, whether it may face the network, and the refusal
+    (one line: why not, and how to allow it) when it may not."""
 
-    Feedback and forget change the model, so a public address needs tokens unless the
-    operator opts out explicitly with ``server.allow_public_bind``.
+    endpoint: Endpoint
+    public_allowed: bool
+    refusal: str
+
+
+def check_bind(listener: Listener) -> None:
+    """Raise ConfigurationError(``listener.refusal``) for a non-loopback TCP address unless
+    a public bind is allowed.
+
+    The one rule every listener follows (HTTP, the spamd and milter protocols): a unix socket
+    or a loopback address always; any other address only when the operator allowed it
+    explicitly (``--allow-public-bind``, or for HTTP also API tokens, which authenticate the
+    routes that change the model).
     """
-    host = settings.server.host
-    if settings.api_tokens:
+    endpoint = listener.endpoint
+    if endpoint.kind == "unix" or listener.public_allowed or is_loopback(endpoint.host):
         return
-    check_open_listener(
-        host,
-        settings.server.allow_public_bind,
-        f"refusing to listen on {host} without API tokens: set SPAMFILTER_API_TOKENS, "
-        "bind 127.0.0.1, or set SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND=true",
-    )
-
-
-def check_open_listener(host: str, allow_public_bind: bool, refusal: str) -> None:
-    """Raise ConfigurationError(``refusal``) for a non-loopback ``host`` unless allowed.
-
-    The one rule every listener without authentication follows (HTTP without tokens, the
-    spamd and milter protocols): loopback only, unless the operator opts in explicitly.
-    """
-    if allow_public_bind or is_loopback(host):
-        return
-    raise ConfigurationError(refusal)
+    raise ConfigurationError(listener.refusal)
 
 
 def is_loopback(host: str) -> bool:

@@ -61,7 +61,7 @@ async def require_token(
     """Refuse the request (401) unless it carries one of the configured API tokens.
 
     With no tokens configured every caller is let through: the CLI refuses to bind a public
-    address in that case (see ``app.binding.check_bind``).
+    address in that case (see ``app.daemons.http_listener``).
     """
     if not settings.api_tokens:
         return

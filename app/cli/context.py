@@ -129,11 +129,9 @@ def warn_unknown_variables(environ: Mapping[str, str] = os.environ) -> None:
         click.echo(f"spamfilter: warning: {line}", err=True)
 
 
-def announce_database(settings: Settings) -> None:
-    """``database: sqlite /path`` or ``database: postgresql user@host:port/db`` on stderr."""
-    from app.settings.loading import describe_database
-
-    click.echo(f"database: {describe_database(settings.database_url)}", err=True)
+def announce(line: str) -> None:
+    """One progress line of a daemon's start-up on stderr."""
+    click.echo(line, err=True)
 
 
 def fail(message: str, code: int) -> click.exceptions.Exit:

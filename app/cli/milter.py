@@ -1,8 +1,9 @@
 """milter: serve the mail-filter protocol to Postfix (smtpd_milters, non_smtpd_milters) and
 Sendmail (INPUT_MAIL_FILTER); see docs/integration/postfix.md.
 
-The transport (``app.adapters.milter.server``) is imported when the command runs, so the
-other commands start without it and the database layer.
+Start-up (bind check, migration, service, listener) is ``app.daemons.run_milter``,
+imported when the command runs, so the other commands start without the transport and the
+database layer.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def milter(
     """Run the milter: X-Spam headers, and reject or quarantine as the mail settings say."""
     setup_logging(log_level)
     warn_unknown_variables()
-    from app.adapters.milter.server import serve
+    from app.daemons import run_milter
 
-    serve(state.settings, socket_spec, allow_public_bind, _announce)
+    run_milter(state.settings, socket_spec, allow_public_bind, _announce)
 
 
 def _announce(line: str) -> None:

@@ -1,35 +1,22 @@
-"""serve: check the bind, migrate once, then run uvicorn on the app factory.
+"""serve: the HTTP API under uvicorn; start-up (bind check, one migration, the workers'
+environment, uvicorn) is ``app.daemons.run_http``.
 
-With several workers, each listens on a socket of its own (``app.api.workers``): uvicorn's
-shared socket let one worker accept a whole burst of connections.
-
-Workers are separate processes that load their own settings
-(``app.settings.loading.load_settings``), so the config file read here is exported as
-``SPAMFILTER_CONFIG`` and the options given here as ``SPAMFILTER_*`` variables (which
-override the file) before uvicorn starts.
-uvicorn and FastAPI are imported here only, so the other commands start without them.
-
-uvicorn gets the connection limits of ``settings.server`` (``app.api.connections``): the idle
-timeout, which also bounds how long a request head may take, and the connection cap.
+uvicorn and FastAPI are imported only when it runs, so the other commands start without them.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import click
 
 from app.cli.context import (
     CliState,
-    announce_database,
+    announce,
     log_level_option,
     pass_state,
     warn_unknown_variables,
 )
 from app.settings.schema import Settings
 
-APP_FACTORY = "app.api.app:app_factory"
 HTTP_IMPLEMENTATIONS = ("auto", "h11", "httptools")
 
 
@@ -46,22 +33,6 @@ def with_server_options(
     if allow_public_bind:
         update["allow_public_bind"] = True
     return settings.model_copy(update={"server": settings.server.model_copy(update=update)})
-
-
-def worker_environment(settings: Settings, config_file: Path | None = None) -> dict[str, str]:
-    """The ``SPAMFILTER_*`` variables that carry the command-line overrides to workers, and
-    ``SPAMFILTER_CONFIG`` naming the config file read here (absolute: workers read the same)."""
-    server = settings.server
-    environment = {
-        "SPAMFILTER_DATABASE_URL": settings.database_url,
-        "SPAMFILTER_SERVER__HOST": server.host,
-        "SPAMFILTER_SERVER__PORT": str(server.port),
-        "SPAMFILTER_SERVER__WORKERS": str(server.workers),
-        "SPAMFILTER_SERVER__ALLOW_PUBLIC_BIND": "true" if server.allow_public_bind else "false",
-    }
-    if config_file is not None:
-        environment["SPAMFILTER_CONFIG"] = str(config_file.resolve())
-    return environment
 
 
 @click.command()
@@ -96,27 +67,15 @@ def serve(
     log_level: str,
 ) -> None:
     """Run the HTTP API (uvicorn, app.api.app:app_factory)."""
-    from app.binding import check_bind
-    from app.bootstrap import migrate_database
+    from app.daemons import run_http
 
     warn_unknown_variables()
     settings = with_server_options(state.settings, host, port, workers, allow_public_bind)
-    check_bind(settings)
-    revision = migrate_database(settings)  # a database that cannot be opened ends here
-    announce_database(settings)
-    click.echo(f"database at revision {revision}", err=True)
-    os.environ.update(worker_environment(settings, state.config_file))
-
-    from app.api.connections import server_options
-    from app.api.workers import run_server
-
-    run_server(
-        APP_FACTORY,
-        factory=True,
-        host=settings.server.host,
-        port=settings.server.port,
-        workers=settings.server.workers,
+    run_http(
+        settings,
+        state.config_file,
+        announce,
+        http=http,
         access_log=access_log,
         log_level=log_level,
-        **server_options(settings, http),
     )

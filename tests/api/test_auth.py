@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.binding import check_bind
+from app.daemons import http_listener
 from app.errors import ConfigurationError
 from tests.api.conftest import Api, MakeApi, MakeSettings
 from tests.api.samples import HAMMY
@@ -88,7 +89,7 @@ def test_without_tokens_configured_everything_is_open(api: Api, path: str) -> No
 def test_check_bind_allows_loopback_without_tokens(
     make_api_settings: MakeSettings, host: str
 ) -> None:
-    check_bind(make_api_settings(server={"host": host}))
+    check_bind(http_listener(make_api_settings(server={"host": host})))
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "mail.example.org"])
@@ -96,7 +97,7 @@ def test_check_bind_refuses_public_address_without_tokens(
     make_api_settings: MakeSettings, host: str
 ) -> None:
     with pytest.raises(ConfigurationError, match="API tokens"):
-        check_bind(make_api_settings(server={"host": host}))
+        check_bind(http_listener(make_api_settings(server={"host": host})))
 
 
 @pytest.mark.parametrize(
@@ -107,4 +108,4 @@ def test_check_bind_refuses_public_address_without_tokens(
 def test_check_bind_allows_public_address_with_tokens_or_opt_out(
     make_api_settings: MakeSettings, overrides: dict[str, object]
 ) -> None:
-    check_bind(make_api_settings(**{"server": {"host": "0.0.0.0"}, **overrides}))
+    check_bind(http_listener(make_api_settings(**{"server": {"host": "0.0.0.0"}, **overrides})))

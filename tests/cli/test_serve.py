@@ -14,7 +14,7 @@ import pytest
 
 from app.api import workers
 from app.api.connections import HeadDeadlineH11Protocol, HeadDeadlineHttpToolsProtocol
-from app.cli.serve import APP_FACTORY
+from app.daemons import APP_FACTORY
 from tests.cli.conftest import Run
 
 EXPORTED = (

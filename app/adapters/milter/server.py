@@ -59,8 +59,7 @@ from app.adapters.milter.protocol import (
 from app.adapters.milter.responses import Response, encode
 from app.adapters.milter.session import Close, Message, NoRoom, Outcome, Refuse, Session
 from app.admission import BodyBudget, in_thread
-from app.binding import Endpoint, check_open_listener, parse_socket
-from app.bootstrap import daemon_service, migrate_database
+from app.binding import Endpoint
 from app.errors import (
     ConfigurationError,
     InvalidMessage,
@@ -76,46 +75,13 @@ log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
 
 
-def check_bind(endpoint: Endpoint, allow_public_bind: bool) -> None:
-    """Raise ConfigurationError for a non-loopback TCP address without the explicit opt-in.
-
-    The milter protocol has no authentication: anyone who reaches the port can have mail
-    scored, so it listens on loopback (or a unix socket) unless told otherwise.
-    """
-    if endpoint.kind == "unix":
-        return
-    check_open_listener(
-        endpoint.host,
-        allow_public_bind,
-        f"refusing to listen on {endpoint.describe()}: the milter protocol has no "
-        "authentication; bind a loopback address or a unix socket, or pass --allow-public-bind",
-    )
-
-
-def serve(
-    settings: Settings,
-    socket_spec: str | None,
-    allow_public_bind: bool,
-    announce: Callable[[str], None],
+def listen(
+    service: SpamFilter, settings: Settings, endpoint: Endpoint, announce: Callable[[str], None]
 ) -> None:
-    """Check the socket, migrate the database once, then serve until SIGINT or SIGTERM.
-
-    ``announce`` receives one-line progress notes (the database once it is open and
-    migrated, its revision, the bound address).
-    """
-    from app.settings.loading import describe_database
-
-    endpoint = parse_socket(socket_spec or settings.milter.socket)
-    check_bind(endpoint, allow_public_bind)
-    revision = migrate_database(settings)  # a database that cannot be opened ends here
-    announce(f"database: {describe_database(settings.database_url)}")
-    announce(f"database at revision {revision}")
-    metrics = (settings.milter.metrics_host, settings.milter.metrics_port)
-    with daemon_service(settings, "milter", metrics) as service:
-        if settings.milter.metrics_port is not None:
-            where = f"{settings.milter.metrics_host}:{settings.milter.metrics_port}"
-            announce(f"metrics on http://{where}/metrics")
-        asyncio.run(_serve_until_signal(service, settings, endpoint, announce))
+    """Serve ``endpoint`` with ``service`` until SIGINT or SIGTERM (start-up, the bind check
+    and the migration are ``app.daemons.run_milter``'s); ``announce`` receives the bound
+    address."""
+    asyncio.run(_serve_until_signal(service, settings, endpoint, announce))
 
 
 async def _serve_until_signal(

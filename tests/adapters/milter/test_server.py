@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from app.adapters.milter.server import check_bind
-from app.binding import Endpoint, parse_socket
+from app.binding import Endpoint, check_bind, parse_socket
 from app.cli import cli
+from app.daemons import milter_listener
 from app.errors import ConfigurationError, StorageUnavailable
 from app.settings.schema import Settings
 from benchmarks.hostile import shape
@@ -63,11 +63,11 @@ def test_endpoints_describe_themselves_as_they_were_named() -> None:
 
 def test_public_addresses_need_the_opt_in() -> None:
     for spec in ("inet:8891@127.0.0.1", "inet6:8891@::1", "inet:8891@localhost", "unix:/x"):
-        check_bind(parse_socket(spec), allow_public_bind=False)
+        check_bind(milter_listener(parse_socket(spec), allow_public_bind=False))
     for spec in ("inet:8891", "inet:8891@192.0.2.1", "inet6:8891@::"):
         with pytest.raises(ConfigurationError, match="--allow-public-bind"):
-            check_bind(parse_socket(spec), allow_public_bind=False)
-        check_bind(parse_socket(spec), allow_public_bind=True)
+            check_bind(milter_listener(parse_socket(spec), allow_public_bind=False))
+        check_bind(milter_listener(parse_socket(spec), allow_public_bind=True))
 
 
 @pytest.mark.parametrize(

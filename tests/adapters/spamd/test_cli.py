@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from app.binding import check_bind
 from app.cli import cli
-from app.cli.spamd import check_spamd_bind, with_spamd_options
+from app.cli.spamd import with_spamd_options
+from app.daemons import spamd_listener
 from app.errors import ConfigurationError
 from app.settings.schema import Settings
 from tests.adapters.peers import require_program
@@ -23,6 +25,12 @@ from tests.environment import drop_settings
 
 # The console script's entry point, run by the interpreter running the tests.
 SPAMFILTER = [sys.executable, "-c", "from app.cli import main; main()"]
+
+
+def check_spamd_bind(host: str, allow_public_bind: bool) -> None:
+    """The bind rule applied to spamd's listener on ``host``."""
+    settings = Settings(_env_file=None, spamd={"host": host})
+    check_bind(spamd_listener(settings, allow_public_bind))
 
 
 @pytest.fixture
