@@ -16,7 +16,6 @@ here runs at import.
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -160,6 +159,8 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
             continue
         if upper.startswith(NON_SETTING_PREFIXES):
             continue
+        import difflib  # only for a name that is wrong: one judgement never needs it
+
         # Compared without the prefix, which every name shares and would make all look alike.
         bare = sorted(known_name.removeprefix(PREFIX) for known_name in known)
         close = difflib.get_close_matches(upper.removeprefix(PREFIX), bare, n=1)
@@ -238,6 +239,8 @@ def _unknown_keys(data: Mapping[str, Any], model: type[BaseModel], prefix: str =
         dotted = f"{prefix}{key}"
         info = fields.get(key)
         if info is None:
+            import difflib  # only for a key that is wrong
+
             close = difflib.get_close_matches(key, list(fields), n=1)
             hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
             problems.append(f"unknown key {dotted}{hint}")

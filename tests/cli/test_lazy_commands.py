@@ -14,13 +14,18 @@ import click
 import pytest
 
 from app.cli import LAZY_COMMANDS, SHORT_HELP_LIMIT, cli
+from tests.environment import without_settings
 
 # Never imported by --version or --help: settings, storage, service, web and eval stacks.
 HEAVY = ("pydantic", "sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "app.settings",
          "app.service", "app.storage", "app.evaluation", "app.api")  # fmt: skip
-# Never imported by one judgement through `spamfilter filter`.
+# Never imported by one judgement through `spamfilter filter` or `spamfilter-filter`: the web
+# stack, the migrations, evaluation and benchmarks, the daemons' start-up, metrics, the ORM.
 NOT_FOR_A_JUDGEMENT = ("alembic", "fastapi", "uvicorn", "starlette", "app.api",
-                       "app.evaluation", "matplotlib", "numpy")  # fmt: skip
+                       "app.evaluation", "matplotlib", "numpy", "benchmarks", "app.daemons",
+                       "prometheus_client", "sqlalchemy.orm")  # fmt: skip
+SPAM = b"Subject: cheap pills\n\nbuy cheap pills now\n"
+HAM = b"Subject: lunch\n\nlunch with the team tomorrow\n"
 
 PROBE = """
 import json, sys
@@ -33,15 +38,56 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
+# The console script ``spamfilter-filter``, then the modules it imported (on stderr).
+FILTER_PROBE = """
+import json, sys
+from app.adapters.pipe.main import main
+code = main(sys.argv[1:])
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+sys.exit(code)
+"""
+
+
 def _imported(
-    args: list[str], cwd: Path, stdin: bytes = b"", env: dict[str, str] | None = None
+    args: list[str],
+    cwd: Path,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    probe: str = PROBE,
 ) -> set[str]:
+    return _probe(args, cwd, stdin, env, probe)[1]
+
+
+def _probe(
+    args: list[str], cwd: Path, stdin: bytes, env: dict[str, str] | None, probe: str
+) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
+        [sys.executable, "-c", probe, *args],
         input=stdin, capture_output=True, cwd=cwd, env=env, timeout=120, check=False,
     )  # fmt: skip
     modules: list[str] = json.loads(done.stderr.decode().strip().splitlines()[-1])
-    return set(modules)
+    return done, set(modules)
+
+
+@pytest.fixture
+def trained_database(tmp_path: Path) -> dict[str, str]:
+    """The environment of a process judging with a migrated SQLite model that learned one
+    spam and one ham (so a filter call goes all the way to a verdict)."""
+    env = without_settings(
+        {
+            "SPAMFILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+            "SPAMFILTER_TRAINING_MODE": "everything",
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),  # no config file of the user's
+        }
+    )
+    for label, raw in (("spam", SPAM), ("ham", HAM)):
+        learned = subprocess.run(
+            [sys.executable, "-c", "from app.cli import main; main()", "learn", "-q", "-l",
+             label, "-"],
+            input=raw, capture_output=True, cwd=tmp_path, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert learned.returncode == 0, learned.stderr
+    return env
 
 
 def _offenders(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -80,6 +126,20 @@ def test_a_filter_call_imports_only_what_one_judgement_needs(tmp_path: Path) -> 
     assert "app.adapters.pipe.filter" in modules  # it did run
     assert _offenders(modules, NOT_FOR_A_JUDGEMENT) == []
     assert "app.cli.evaluate" not in modules and "benchmarks.cli" not in modules
+
+
+@pytest.mark.parametrize(
+    ("probe", "args"), [(PROBE, ["filter"]), (FILTER_PROBE, [])], ids=["filter", "pipe"]
+)
+def test_a_judgement_start_to_verdict_imports_no_web_migration_or_bench_code(
+    trained_database: dict[str, str], tmp_path: Path, probe: str, args: list[str]
+) -> None:
+    done, modules = _probe(args, tmp_path, SPAM, trained_database, probe)
+    assert b"X-Spam-Status: " in done.stdout  # judged: the whole path ran, not an error
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert _offenders(modules, NOT_FOR_A_JUDGEMENT) == []
+    if probe == FILTER_PROBE:  # the console script skips the command-line stack entirely
+        assert _offenders(modules, ("click", "app.cli")) == []
 
 
 def test_bench_exists_only_where_the_source_tree_has_the_benchmarks(
