@@ -193,8 +193,7 @@ class ServerSettings(BaseModel):
 
     host: str = Field("127.0.0.1", description="the address spamfilter serve listens on")
     port: int = Field(8000, ge=0, le=65535, description="the port spamfilter serve listens on")
-    # Why one per core: a worker runs Python one thread at a time, so a second core is used
-    # only by a second process (bench speed, 16 connections: 94 vs 292 classify/s on 2 cores).
+    # why one per core: bench speed by workers (docs/benchmarks.md#the-defaults-measured)
     workers: int = Field(
         default_factory=lambda: min(max(os.cpu_count() or 1, 1), 64),
         ge=1,
@@ -213,9 +212,7 @@ class ServerSettings(BaseModel):
         description="bytes of message bodies held in memory at once by one process, across "
         "every connection and adapter; past it a request gets 503 (milter: tempfail)",
     )
-    # Why a quarter: callers with a token (feedback, the console, trusted MTAs) then always
-    # find three quarters of the budget free of anonymous bodies, and one anonymous message at
-    # the 25 MiB cap still fits in the default 128 MiB.
+    # why a quarter: token holders keep 3/4 of the budget (docs/operations.md#limits)
     anonymous_share: float = Field(
         0.25,
         gt=0,
@@ -246,9 +243,7 @@ class ServerSettings(BaseModel):
         gt=0,
         description="a whole request body must arrive within this, however it trickles (408)",
     )
-    # Why 1: bench speed, 16 connections, one worker on 2 cores, classify/s (p99 ms): 94 (581)
-    # with Starlette's 40 threads; 194 (159) with 1 thread, 167 (163) with 2, 138 (227) with
-    # 4 on SQLite; on PostgreSQL 186 (153) with 1, 140 (214) with 2.
+    # why 1: bench speed, classify/s and p99 by threads (docs/benchmarks.md#the-defaults-measured)
     service_threads: int = Field(
         1,
         ge=1,
@@ -325,15 +320,11 @@ class MilterSettings(BaseModel):
     timeout_seconds: float = Field(
         60.0, gt=0, description="per classification and per frame; idle connections live longer"
     )
-    # Why 600 s: Postfix keeps one milter connection per SMTP session and a client may idle up
-    # to smtpd_timeout (300 s) between commands; twice that never cuts a live session, while
-    # libmilter's 7,210 s let about 1,000 idle connections use up the file descriptors.
+    # why 600 s: twice Postfix's smtpd_timeout (docs/operations.md#limits)
     idle_timeout_seconds: float = Field(
         600.0, gt=0, description="a connection silent between frames for this long is closed"
     )
-    # Why 30 s: the MTA streams a message's content from its own queue file, at once (a
-    # 25 MiB message over loopback takes under a second); only a stalled or hostile peer
-    # pauses mid-message, holding what it sent so far.
+    # why 30 s: the MTA sends a message at once from its queue (docs/operations.md#limits)
     message_timeout_seconds: float = Field(
         30.0,
         gt=0,
@@ -343,9 +334,7 @@ class MilterSettings(BaseModel):
     max_connections: int = Field(
         256, ge=1, description="concurrent MTA connections; more are closed at once"
     )
-    # Why "site": one verdict (headers, reject, quarantine) serves every recipient of the
-    # message, so with several of them no one user's model may decide for the others; a
-    # message to one recipient is always judged by that user's model.
+    # why "site": one verdict serves every recipient (docs/per-user.md)
     recipients: Literal["site", "first"] = Field(
         "site",
         description="with several envelope recipients, judge with the site-wide model (site) "
@@ -368,12 +357,7 @@ class LogSettings(BaseModel):
 class UserSettings(BaseModel):
     """Per-user models: how a user's counts and the site-wide ones are combined."""
 
-    # Why 1000: spamfilter eval --per-user on the Enron mailboxes (two users interleaved,
-    # thick training; 1-ROCA% and ham judged spam of the blend): 50 messages 0.217 / 0.349 %,
-    # 200 0.115 / 0.087 %, 1000 0.101 / 0.100 %, 4000 0.111 / 0.137 %; with the user's own
-    # model able to overrule the blend towards ham (Judge.evaluate): 200 0.137 / 0.050 %,
-    # 1000 0.108 / 0.050 %. One site-wide model: 0.129 / 0.149 %; separate models 0.139 /
-    # 0.062 %. 0 gives every user a model of their own with no site-wide fallback.
+    # why 1000: spamfilter eval --per-user on the Enron mailboxes (docs/per-user.md#measured)
     fallback_strength: float = Field(
         1000.0,
         ge=0,
@@ -399,9 +383,7 @@ class ConsoleSettings(BaseModel):
         "kept in the database, so every worker and replica agrees)",
     )
     session_hours: float = Field(12.0, gt=0, le=24 * 30, description="a login lasts this long")
-    # Why 5 a minute: a person who mistypes a token retries a few times; Postfix's anvil
-    # defaults to limits of this order per client and minute. A guess of a 128-bit token at
-    # 5 a minute is hopeless, while 300 in 0.3 s (measured before the limit) is not.
+    # why 5 a minute: 300 guesses in 0.3 s without it (docs/security.md#console-access)
     login_failures: int = Field(
         5,
         ge=0,
@@ -422,8 +404,7 @@ class ConsoleSettings(BaseModel):
         ge=0,
         description="verdicts kept in the history, besides those of anonymous callers",
     )
-    # Why apart: 10,000 classify calls without a token emptied a shared history of every
-    # real entry in under a minute. Anonymous verdicts are kept, but only this many.
+    # why apart: anonymous calls emptied a shared history in a minute (docs/console.md)
     history_anonymous_entries: int = Field(
         1_000,
         ge=0,
@@ -445,12 +426,7 @@ class ConsoleSettings(BaseModel):
     flush_seconds: float = Field(
         2.0, gt=0, le=300, description="recorded activity is written at least this often"
     )
-    # Why 100: a flush runs in a thread of the worker, and while it packs the verdicts' tokens
-    # (~90 µs each) requests share the interpreter with it. serve, two workers, under the
-    # benchmark's load (bench speed --workers 2, two runs each in one session): HTTP classify
-    # p99 43-47 ms flushing 100 at a time, 74-80 ms flushing 500, 41-51 ms flushing 50; the
-    # same throughput (812-818, 810-840, 801-829 a second) and feedback (284-311, 281-321,
-    # 294-302). Writing 100 at a time costs ~104 µs a verdict, 500 ~89.
+    # why 100: bench speed, HTTP p99 by flush size (docs/benchmarks.md#the-defaults-measured)
     flush_events: int = Field(100, ge=1, description="... or once this many events wait")
     buffer_events: int = Field(
         5_000, ge=1, description="events held in memory at most; past it the oldest are lost"
@@ -511,30 +487,20 @@ class Settings(BaseSettings):
         description="thick mode: also learn a message when at least this share of its distinct "
         "tokens is new to the model (0: off)",
     )
-    # Why 1,000,000: online with the cap at 50 / 25 / 10 % of the uncapped vocabulary,
-    # 1-ROCA% goes 0.052 -> 0.057 / 0.065 / 0.121 on the SpamAssassin corpus (seed 1) and
-    # 0.118 -> 0.134 / 0.131 / 0.183 on Enron (docs/evaluation.md, "What a cap costs"): a cap
-    # well below what a model learns costs accuracy. Those corpora leave 54k-56k tokens after
-    # 6k-11k messages (94k after both, 17k messages), so a million is reached only by a model
-    # fed hundreds of thousands of messages; a million token rows take about 22 MB in SQLite.
+    # why 1,000,000: accuracy by cap (docs/evaluation.md#what-a-cap-costs, operations.md)
     max_tokens: int = Field(
         1_000_000,
         ge=0,
         description="per model: past this many distinct tokens the rarest and oldest are "
         "expired, by 'spamfilter expire' and after learning (0: no cap)",
     )
-    # Why 0 (never by age): the corpora measured were learned in one day, so they say nothing
-    # of what an age rule costs; a token unseen for long still scores the message that brings
-    # it back. A site that wants one sets it (SpamAssassin's expiry works by age too).
+    # why 0: no corpus measured an age rule (docs/operations.md#keeping-the-database-small)
     max_token_age_days: int = Field(
         0,
         ge=0,
         description="expire tokens not learned for this many days (0: never by age)",
     )
-    # Why 200,000: a classification read ~190 token rows from the database, 0.5 of its 2.3 ms
-    # (docs/benchmarks.md, "Speed"); held, only tokens new to the process are read. An entry is ~200
-    # bytes, so the default bounds the cache near 40 MB per process, and holds the whole
-    # vocabulary of the models measured (54k-94k tokens).
+    # why 200,000: bench speed, token rows read (docs/benchmarks.md#the-defaults-measured)
     cache_tokens: int = Field(
         200_000,
         ge=0,
