@@ -1,55 +1,8 @@
-"""The export file: a portable, line-oriented text form of learned models (format version 3).
+"""The export file (format version 3, versions 1 and 2 read too): records in, lines out,
+and the reverse.
 
-UTF-8 text, one record a line, fields separated by one TAB, lines ended by LF. The first
-field names the record::
-
-    spamfilter-export  3                      the header: always the first line; the version
-    labels  ham  spam                         the labels, in the order token records give them
-    scope   site | user:<name>                starts a model; the records below belong to it
-    total   LABEL  MESSAGES  OCCURRENCES  TOKEN_MESSAGES
-    hamscore  BIN  COUNT                      the model's ham scores (app.domain.cutoff)
-    token   ID  (MESSAGES  OCCURRENCES) per label  SEEN_DAY
-    learned DIGEST  LABEL  LEARNED_AT  BAG  HAM_BIN
-    end     SCOPES  TOTALS  TOKENS  LEARNED  HAMSCORES   the last line: records of each kind
-
-- ``scope`` names are relative to the site-wide scope (the ``scope`` setting), so a file
-  moves between sites configured differently: ``site`` is the site-wide model, ``user:alice``
-  that user's model.
-- ``token``: the token id is the signed 64-bit decimal hash of the token text (the file, like
-  the database, holds no token text); then per label of the ``labels`` record the messages
-  containing the token and its occurrences; ``SEEN_DAY`` is days since 1970-01-01 UTC, at
-  most 2**31 - 1 (the column is a 32-bit integer).
-- ``learned``: ``DIGEST`` is the message's lowercase hex SHA-256; ``LEARNED_AT`` is UTC, as
-  ``2026-03-03T10:15:00.123456Z`` (always microseconds); ``BAG`` is standard base64 of the
-  token ids and counts that learning added: n little-endian signed 64-bit ids in ascending
-  order, then their n little-endian signed 32-bit (positive) counts (the wide layout of
-  ``app.storage.codec``, whatever layout the database stores). A bag names only ids of the
-  model's ``token`` records (what version 3 promises): expiry deletes token rows and keeps
-  the records of the messages that added them, so ``export`` leaves out of each bag the ids
-  the model no longer holds (forgetting the message takes nothing for those anyway).
-  A bag holds at most 100,000 tokens (its base64 at most 1,600,000 characters): a learned
-  message holds at most the tokenizer's ``max_tokens`` (5,000 by default).
-- ``hamscore``: how many ham messages the model scored in bin ``BIN`` (0 .. 81, half-nat
-  bins of the log-odds, see ``app.domain.cutoff``) before learning them; bins with a count
-  only, by ascending bin, after the ``total`` records. ``HAM_BIN`` of a ``learned`` record is
-  the bin that message's score went to, or ``-``.
-- Versions 1 and 2 are read too. Version 2 is laid out as version 3, but releases before
-  version 3 wrote each bag as stored, so a bag may name ids its model's ``token`` records
-  do not hold (expiry deleted them): a reader leaves those ids out of the bag, as ``export``
-  writes it now, where a version-3 file naming one is refused. Version 1 files (no
-  ``hamscore`` records, no ``HAM_BIN``, four ``end`` counts) are read the same way; their
-  models start with no ham scores.
-- Every count is a non-negative decimal integer of at most 2**53 - 1 (9007199254740991),
-  exact in a 64-bit float too, so sums of two counts cannot overflow the database's 64-bit
-  integers; a merge whose sums would pass that cap is refused.
-- A line is at most 4 MiB (4 * 2**20 characters, its line end included).
-
-Order is fixed, so two exports of equal data are byte-identical: the site-wide model first,
-then users by name (code-point order); per model ``total`` records in ``labels`` order, then
-``hamscore`` records by ascending bin, ``token`` records by ascending id, then ``learned``
-records by ascending digest. A reader refuses anything else, and a file without its ``end``
-record (or whose counts disagree) is truncated. Within a model the counts must agree with
-its totals (``transfer_sums``). This module is pure: lines in, records out, and the reverse.
+The format, its records, bounds and order, is specified in docs/export-format.md; the
+constants below are its limits. This module is pure: no database, no files.
 """
 
 from __future__ import annotations
