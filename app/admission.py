@@ -1,25 +1,13 @@
 """Admission control: one cap on the bytes of message bodies a process holds at once.
 
 Every adapter that buffers a message (HTTP, spamd, milter) draws the bytes it buffers from
-one ``BodyBudget`` per process. A connection that would take the total past the cap is refused
-with ``Overloaded`` (HTTP 503, spamd EX_TEMPFAIL, milter tempfail) instead of making the
-process swap: sixteen 25 MiB uploads at once held about 790 MiB before this cap.
-
-Nothing a client declares is reserved: bytes count as they arrive (``Reservation.grow``), so
-a dozen connections that announce 25 MiB and send nothing hold nothing. Against clients that
-send some bytes and then sit on them (nginx's ``client_body_timeout`` case, but holding our
-memory), three rules, all from ``server`` settings:
-
-* requests marked anonymous (HTTP without a valid API token, when tokens are configured) may
-  hold together at most ``anonymous_share`` of the cap, so callers with a token always find
-  room;
-* a body that finds no room waits for it (``admit``, at most ``budget_wait_seconds``) rather
-  than being refused at once;
-* while one waits, holders still receiving that have made no progress (fewer than
-  ``PROGRESS_BYTES`` in ``stall_seconds``) are cut off, largest first, as many as the waiter
-  needs: their ``on_evict`` makes them let go (HTTP 408, spamd 79 Timeout, a milter message
-  dropped and tempfailed). A holder that is done receiving (its bytes being judged) is never
-  cut.
+one ``BodyBudget`` per process; past the cap a body waits for room (``admit``, at most
+``server.budget_wait_seconds``), then is refused with ``Overloaded``. Bytes count as they
+arrive (``Reservation.grow``), nothing declared is reserved; anonymous HTTP requests hold at
+most ``server.anonymous_share`` of the cap; while a body waits, holders that made no progress
+(fewer than ``PROGRESS_BYTES`` in ``server.stall_seconds``) are cut off, largest first, through
+their ``on_evict``; a holder whose bytes are being judged is never cut. Why, and what each
+adapter answers: docs/operations.md#limits.
 
 A budget is safe to share between the event loop and worker threads (one lock, no waiting).
 ``in_thread`` runs the work on those bytes in a worker thread under a deadline, and gives the

@@ -1,23 +1,12 @@
 """Moving learned models between databases (export, import) and copying a live SQLite file.
 
-The file format is in ``transfer_format``. An export is one read transaction, a consistent
-snapshot, streamed a batch of rows at a time. An import is one write transaction: every line
-is checked as it is read and a bad one anywhere rolls everything back, so a database is
-either unchanged or holds the whole file.
-
-Import modes, per model in the file:
-
-- ``new`` (the default): the model must hold nothing yet; one with learned data is refused.
-- ``merge``: counts, totals and ham scores are added, the later seen day kept, and
-  learned-message records whose digest is new inserted. A record already held would then
-  count twice (its counts are in the file's totals and in the database's), so a merge that
-  meets one is refused unless ``force``; forced, the held record is kept and the message's
-  counts are in twice. A merge whose sum of a count or total would pass ``MAX_COUNT``
-  (2**53 - 1) is refused.
-- ``replace``: the model's counts, totals, ham scores and learned messages are deleted first.
-
-Models not in the file are left alone. Each imported model's vocabulary is recounted and its
-generation bumped, so processes that cache its counts reload them.
+An export is one read transaction, a consistent snapshot, streamed a batch of rows at a
+time, in the format of ``transfer_format`` (docs/export-format.md). An import is one write
+transaction: every line is checked as it is read and a bad one anywhere rolls everything
+back. Import modes per model (``new``, ``merge``, ``replace``) are as docs/operations.md
+("Moving and backing up the learned data") describes; a merge whose sum would pass
+``MAX_COUNT`` is refused. Each imported model's vocabulary is recounted and its generation
+bumped, so processes that cache its counts reload them.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """What one model's records in an export file must agree on, checked at the record that
 breaks it (``transfer_format`` reads the records; this keeps their running sums).
 
-A label's ``total`` record is the sum over its tokens and its learned messages: learning adds
-a message to both, forgetting and expiry take from both alike (``app.storage.count_writes``,
-``app.storage.expiry``). So in a file that the service wrote:
-
-- no token is in more messages of a label than the label has (``total`` messages);
-- the tokens' occurrences, and their messages, of a label add up to no more than the
-  label's ``total`` occurrences and token messages;
-- no more messages of a label are recorded as learned than the label has;
-- a learned record names only tokens of the model's ``token`` records. Expiry deletes a
-  token's row and keeps the records of the messages that added it, so ``export`` leaves the
-  ids the model no longer holds out of each bag it writes (forgetting the message takes
-  nothing for them either way); the set of the model's token ids is kept while it is read.
-  Files of versions before 3 were written with the bags as stored: their reader leaves the
-  ids the model does not hold out of each bag (``held``) before this check.
-
-A file that breaks one was not written by ``export``: imported, it gives a Bernoulli model a
-token probability above 1 (classify fails), and forgetting its records moves counts that
-other messages added. One thing that looks wrong is not checked, because a real export can
-hold it: a token with fewer occurrences than messages in a label (a forget after expiry
-re-created a row takes at most what the row holds).
+The rules, and why a file that breaks one is refused, are in docs/export-format.md ("What a
+model's counts must agree on"): per label, token messages <= ``total`` messages, the
+tokens' occurrences and messages <= the ``total``'s, learned records <= ``total`` messages,
+and a learned record names only tokens of its model (the set of ids is kept while a model
+is read).
 """
 
 from __future__ import annotations

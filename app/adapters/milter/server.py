@@ -1,41 +1,12 @@
 """The milter transport: an asyncio listener on a TCP or unix socket, one Session per
 connection, the service called in a worker thread.
 
-Sockets are named as libmilter and Sendmail name them: ``inet:PORT@HOST``, ``inet6:PORT@HOST``,
-``unix:PATH`` or ``local:PATH`` (Postfix's main.cf writes ``inet:HOST:PORT`` for the same
-listener). ``inet:PORT`` alone listens on every address, which needs ``allow_public_bind``.
-
-Limits, all from settings:
-
-* ``milter.timeout_seconds`` per classification, per frame (from its first byte to its last:
-  a peer trickling a frame a byte at a time is cut off), and per reply written. A stalled
-  peer loses the connection; a classification that takes longer meets ``mail.on_error``.
-* ``milter.idle_timeout_seconds`` between frames: Postfix holds one milter connection for a
-  whole SMTP session, and the client may idle between commands for up to ``smtpd_timeout``
-  (300 s), so a silent connection is closed only after this much longer limit.
-* ``milter.message_timeout_seconds`` from a message's first header field to its end of
-  message: the MTA sends the content from its own queue file, at once, so a peer that stops
-  or trickles mid-message (holding the bytes buffered so far) is cut off in seconds, not
-  after the idle timeout.
-* ``milter.max_connections`` connections at once; one more is closed as soon as it is
-  accepted (with a log line), and the MTA applies its own ``milter_default_action``.
-* ``server.max_buffered_bytes``: the bytes every session of the process buffers come from one
-  BodyBudget as they arrive; a frame that finds it full waits for room (up to
-  ``server.budget_wait_seconds``) while messages that stalled are cut off, and a message
-  that finds no room, or is cut off, is tempfailed (see ``session``).
-* macros and recipients are capped (``envelope``): past a cap the command gets a tempfail
-  (452 4.5.3 for a recipient) and the connection is closed.
-* ``protocol.MAX_FRAME``: a longer frame ends the connection; ``server.max_message_bytes``:
-  a longer message is cut there and its head classified (see ``session``).
-
-Whose model judges: a message with one envelope recipient is judged by that user's model;
-with several, ``milter.recipients`` says: the site-wide model (``site``, the default: one
-verdict serves them all) or the first recipient's (``first``).
-
-Fail-safe: any error while judging a message (the service raising anything, including
-RecursionError or MemoryError, a timeout, a verdict that cannot be encoded) is answered at end
-of message as ``mail.on_error`` says, with the X-Spam-* fields the message came with deleted
-when it is let through. An error in one connection closes that connection only.
+Its limits (timeouts per frame, between frames and per message; connections; the shared
+byte budget; caps on macros, recipients, frames and message size) all come from settings;
+what each does past it is in docs/integration/postfix.md (Limits). Fail-safe: any error
+while judging a message is answered at end of message as ``mail.on_error`` says, with the
+X-Spam-* fields the message came with deleted when it is let through; an error in one
+connection closes that connection only. Whose model judges: ``Message.user``.
 """
 
 from __future__ import annotations

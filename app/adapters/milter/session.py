@@ -1,36 +1,15 @@
 """One milter connection as a pure state machine: commands in, responses (or work) out.
 
-The session rebuilds the message the MTA streams to it (header fields, then body chunks) as
-RFC 822 bytes with CRLF line ends, and at end of message hands it back as a ``Message`` for
-the transport to classify. ``verdict`` then turns the service's MailReport into responses:
-
-* accept: our X-Spam headers inserted at the top, X-Spam-* fields that came with the message
-  (forged by a sender, or left by an earlier hop) deleted, then SMFIR_CONTINUE;
-* reject: SMFIR_REPLYCODE ``550 5.7.1 Message rejected as spam``;
-* quarantine: the same header edits, SMFIR_QUARANTINE with a reason, then SMFIR_CONTINUE.
-
-``failure`` answers when the message could not be judged (the service raised, timed out, or
-the message is not RFC 822): SMFIR_TEMPFAIL, or the message let through *with the X-Spam-*
-fields it came with deleted* (SMFIR_CHGHEADER, then SMFIR_CONTINUE), never a bare SMFIR_ACCEPT
-that would deliver a sender's forged ``X-Spam-Flag: NO`` as if we had written it. Thresholds
-and actions come from the service; nothing here decides what is spam.
-
-Memory: the bytes a session buffers are drawn from the process's ``BodyBudget`` (shared by
-every connection), as they arrive. When the budget is full, or cuts the message off because
-it stalled while others waited for room, the session stops buffering, asks the MTA to skip
-the rest of the body and, at end of message, answers ``NoRoom``: the transport tempfails it,
-whatever ``mail.on_error`` says, since a full budget is transient. At end of message the
-reservation moves into the ``Message``; whoever classifies it gives the bytes back.
-
-Macros and recipients are counted and capped (``envelope``): past a cap the session answers
-``Refuse`` (a tempfail, or 452 4.5.3 for recipients) and the transport closes the connection.
-
-Size cap: at most ``max_message_bytes`` (the service's hard cap) are buffered. Beyond it the
-session stops buffering, asks the MTA to skip the rest of the body (SMFIR_SKIP, when the MTA
-offered it) and the head of the message is classified. The tokenizer reads only the first
-``tokenizer.scan_bytes`` of any message anyway, so as long as that is below the cap the verdict
-is the one the whole message would get; and a permanent condition such as size must not turn
-into a temporary failure the MTA would retry for days.
+The session rebuilds the message the MTA streams (header fields, then body chunks) as
+RFC 822 bytes with CRLF line ends and hands it back at end of message as a ``Message`` for
+the transport to classify; ``verdict`` turns the service's MailReport into responses
+(accept, reject or quarantine, as docs/integration/postfix.md tabulates). ``failure``
+answers a message that could not be judged: SMFIR_TEMPFAIL, or the message let through with
+the X-Spam-* fields it came with deleted, never a bare SMFIR_ACCEPT that would deliver a
+forged ``X-Spam-Flag: NO`` as ours. Its bytes come from the process's ``BodyBudget`` as they
+arrive (``NoRoom`` when it is full: tempfail); past ``max_message_bytes`` the head alone is
+classified; past the caps of ``envelope`` it answers ``Refuse``. Nothing here decides what
+is spam.
 """
 
 from __future__ import annotations

@@ -2,32 +2,13 @@
 
 One request per connection, as spamd serves it: read the request line, the header block and
 the body (``protocol`` parses them), call the service in a worker thread, write the reply,
-close. The limits come from settings:
-
-* ``spamd.idle_timeout_seconds``: a client that sends nothing for this long (before its
-  request line, or at any pause within the request) gets ``79 Timeout`` and is closed;
-* ``spamd.timeout_seconds`` bounds reading the whole request (a client trickling bytes gets
-  ``79 Timeout`` too), the service's answer (past it ``75 Temporary failure``) and writing
-  the reply;
-* ``server.max_message_bytes`` is the hard size cap: a larger Content-length is refused
-  before a byte of the body is read;
-* ``server.max_buffered_bytes``: the bodies every connection holds come from one BodyBudget
-  per server, as their bytes arrive; a body that finds it full waits for room up to
-  ``server.budget_wait_seconds`` while bodies that stalled are cut off (``79 Timeout``),
-  then gets ``75 Temporary failure: overloaded``;
-* ``spamd.tell_from``: TELL (with ``spamd.allow_tell``) is refused before its body is read
-  unless the peer's address is in one of these networks (``peers``);
-* ``spamd.max_connections`` requests are served at once; further connections wait in the
-  listen backlog, as they wait for a free child with spamd, rather than being refused.
-
-Fail-safe: whatever goes wrong while a request is read or answered (the service raising
-anything, RecursionError and MemoryError included) becomes one spamd status line (see
-``protocol.error_response``: 70 for a bug, 75 for what may pass), never a dropped connection;
-the connection's slot is released whatever happens.
-
-Nothing here decides anything about mail: verdicts, scores, models and idempotency are the
-service's (``classify``, ``mail_report``, ``learn``, ``forget``); the ``User:`` header is
-passed on as the user whose model judges.
+close. The limits (idle and request timeouts, the size cap checked before a body is read,
+the shared ``BodyBudget``, ``spamd.tell_from`` for TELL, ``spamd.max_connections`` served at
+once with the rest in the listen backlog) come from settings; docs/operations.md#limits says
+what each does past it. Fail-safe: whatever goes wrong while a request is read or answered
+becomes one spamd status line (``protocol.error_response``: 70 for a bug, 75 for what may
+pass), never a dropped connection. Verdicts, models and idempotency are the service's; the
+``User:`` header is passed on as the user whose model judges.
 """
 
 from __future__ import annotations
