@@ -94,13 +94,11 @@ def daemon_service(
 
 def settle() -> None:
     """Freeze what a long-running process has made so far (its modules, classes, settings
-    and service: ~80,000 objects in a serve worker) out of the garbage collector's full
-    passes (``gc.freeze``), after collecting what is already garbage.
+    and service) out of the garbage collector's full passes (``gc.freeze``), after
+    collecting what is already garbage; objects made later are collected as before.
 
-    They live as long as the process, and each full pass walked them all again: under the
-    benchmark's load one serve worker spent 874 ms in 12 full passes over 20 s (up to 96 ms
-    each, a request waiting behind it), and frozen 280 ms in 17 (up to 42 ms). Objects made
-    later are collected as before.
+    They live as long as the process, and each full pass walked them all again (why: time in
+    full passes under load, docs/benchmarks.md#measurements-behind-the-design).
     """
     gc.collect()
     gc.freeze()

@@ -1,11 +1,10 @@
 """Several HTTP workers, each on a listening socket of its own (``serve --workers N``).
 
 uvicorn's supervisor gives every worker the same listening socket, and the first worker to
-wake accepts every connection that is waiting: 16 keep-alive connections opened together
-often all went to one worker (measured: 9.9 s of CPU in one worker, 0.01 s in the other,
-and half the throughput). Here each worker listens on a socket of its own, all bound to the
-same address with ``SO_REUSEPORT``, and the kernel spreads new connections over them by a
-hash of the client's address and port.
+wake accepts every connection that is waiting, so keep-alive connections opened together
+often all went to one worker (docs/benchmarks.md#measurements-behind-the-design). Here each
+worker listens on a socket of its own, all bound to the same address with ``SO_REUSEPORT``,
+and the kernel spreads new connections over them by a hash of the client's address and port.
 
 A port already in use still fails: the address is first bound once without
 ``SO_REUSEPORT``, so a second ``serve`` (or any other program) on the same port is refused
