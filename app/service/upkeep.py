@@ -11,12 +11,11 @@ when expiry by age is on, once a day per scope and process. Expiry failing never
 learn: it is logged, and the next trigger tries again.
 
 PostgreSQL plans a message's count reads from table statistics, which autovacuum gathers a
-minute or so after a table grows. Until then a table just filled looks empty to the planner,
-and every message's read scanned all of it: learning the first half of the SpamAssassin
-corpus into a new model ran at 129 messages a second, and at 244 with statistics gathered as
-the model grew. So after a learn that has doubled a scope's vocabulary since this process
-last gathered them (or first saw the scope), from ``STATISTICS_FROM`` tokens on, the
-process gathers them itself. Failing to is logged, as for expiry.
+minute or so after a table grows; until then a table just filled looks empty to the planner
+and every read scans it (why: bulk learn rate with and without, docs/benchmarks.md
+"Measurements behind the design"). So after a learn that has doubled a scope's vocabulary
+since this process last gathered them (or first saw the scope), from ``STATISTICS_FROM``
+tokens on, the process gathers them itself. Failing to is logged, as for expiry.
 """
 
 from __future__ import annotations
