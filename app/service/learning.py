@@ -27,11 +27,8 @@ T = TypeVar("T")
 _RETRIES = 5
 # Messages a bulk learn (``spamfilter learn``, the speed benchmark) gives ``learn_many`` at
 # a time, per database: the commit, the scope's generation and the cache's bookkeeping are
-# paid once per batch. Learning the SpamAssassin half in process, ms a message at 1 / 10 /
-# 25 / 100 / 200 a batch: SQLite 1.90 / 1.53 / 1.42 / 1.34 / 1.30 (another writer, a
-# server's feedback, waits for at most one batch: ~0.1 s at 100); PostgreSQL 3.36 / 2.42 /
-# 2.33 / 2.58, and its tables grow with the batch (7.6 / 7.6 / 8.0 / 9.5 MB): a row updated
-# several times in one transaction keeps every version until the commit.
+# paid once per batch. why 100 / 10: ms a message by batch size (docs/benchmarks.md,
+# "Measurements behind the design").
 LEARN_BATCH = {"sqlite": 100, "postgresql": 10}
 
 

@@ -22,8 +22,8 @@ from app.settings.schema import Settings
 
 K = TypeVar("K")
 
-# Starting a reading process costs about 0.4 s (it imports the reader); from this many
-# messages on it pays for itself (it saves ~0.7 ms a message).
+# From this many messages on, a reading process pays for its start (why: its start-up
+# against the time it saves a message, docs/benchmarks.md "Measurements behind the design").
 AHEAD_FROM = 500
 # Messages sent to another process at once, and at most this many such batches on the way:
 # enough to keep the other process busy, few enough that a large folder is never all read
