@@ -186,7 +186,12 @@ class Judge:
                 for tid, per in counts.items()
             ]
             messages = {lb: totals.labels[lb].messages for lb in LABELS}
-            return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
+            return nb.bernoulli(
+                evidence,
+                vocabulary_counts=tx.all_message_counts(scope),
+                messages=messages,
+                alpha=model.alpha,
+            )
         return self._own_multinomial(self._evidence(analysed, names, counts), totals)
 
     def _own_multinomial(self, evidence: list[nb.Evidence], totals: ModelTotals) -> nb.Scored:
@@ -194,10 +199,10 @@ class Judge:
         model = self._settings.model
         return self._multinomial(
             evidence,
-            self._class_totals(totals),
-            totals.vocabulary,
-            model.alpha,
-            model.distinct_min_messages or None,
+            class_totals=self._class_totals(totals),
+            vocabulary=totals.vocabulary,
+            alpha=model.alpha,
+            distinct=model.distinct_min_messages or None,
         )
 
     def _blended(
@@ -215,16 +220,18 @@ class Judge:
             return None
         evidence, class_totals = fallback.blend(
             own,
-            self._class_totals(own_totals),
-            site,
-            site_totals,
-            site_model.vocabulary,
-            model.alpha,
-            self._settings.users.fallback_strength,
-            model.distinct_min_messages or None,
-            token_kind if model.top_per_kind else None,
+            own_totals=self._class_totals(own_totals),
+            site=site,
+            site_totals=site_totals,
+            site_vocabulary=site_model.vocabulary,
+            alpha=model.alpha,
+            strength=self._settings.users.fallback_strength,
+            distinct=model.distinct_min_messages or None,
+            group=token_kind if model.top_per_kind else None,
         )
-        return self._multinomial(evidence, class_totals, 0, 0.0, None)
+        return self._multinomial(
+            evidence, class_totals=class_totals, vocabulary=0, alpha=0.0, distinct=None
+        )
 
     def _evidence(
         self,
@@ -263,6 +270,7 @@ class Judge:
     def _multinomial(
         self,
         evidence: list[nb.Evidence],
+        *,
         class_totals: Mapping[str, nb.ClassTotals],
         vocabulary: int,
         alpha: float,
@@ -272,7 +280,16 @@ class Judge:
         top = model.top_tokens or None
         kind = token_kind if model.top_per_kind else None
         floor = model.length_floor if model.normalise_length else None
-        return nb.multinomial(evidence, class_totals, vocabulary, alpha, top, kind, floor, distinct)
+        return nb.multinomial(
+            evidence,
+            totals=class_totals,
+            vocabulary=vocabulary,
+            alpha=alpha,
+            top=top,
+            group=kind,
+            floor=floor,
+            distinct=distinct,
+        )
 
     def _classification(
         self, analysed: Analysed, judged: Evaluation, spam_cut: float
@@ -285,7 +302,7 @@ class Judge:
         else:
             posteriors = scored.log_posteriors
             log_odds = scored.log_odds(Label.SPAM, Label.HAM)
-            found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
+            found = nb.clues(scored, Label.SPAM, Label.HAM, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, learned, thresholds)
         return Classification(
