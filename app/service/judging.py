@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from app.domain import fallback
 from app.domain import naive_bayes as nb
+from app.domain import scoring
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label
 from app.domain.spam_headers import (
@@ -24,7 +24,6 @@ from app.domain.spam_headers import (
     spam_headers,
     spam_score,
 )
-from app.domain.tokenizer import token_kind
 from app.service.cutoffs import CutOffs
 from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
@@ -73,8 +72,21 @@ class Evaluation:
         return shown
 
 
-def _spam_odds(scored: nb.Scored) -> float:
-    return scored.log_odds(Label.SPAM, Label.HAM)
+def scoring_params(settings: Settings) -> scoring.ScoringParams:
+    """The settings that shape a score, read once (see ``app.domain.scoring``)."""
+    model = settings.model
+    return scoring.ScoringParams(
+        labels=LABELS,
+        kind=model.kind,
+        counting=model.counting,
+        alpha=model.alpha,
+        top=model.top_tokens or None,
+        per_kind=model.top_per_kind,
+        floor=model.length_floor if model.normalise_length else None,
+        distinct=model.distinct_min_messages or None,
+        fallback_strength=settings.users.fallback_strength,
+        min_messages=settings.decision.min_messages,
+    )
 
 
 class Judge:
@@ -84,6 +96,7 @@ class Judge:
         self._store = store
         self._settings = settings
         self.reader = Reader(settings)
+        self.params = scoring_params(settings)
         # The spam cut-off is chosen per verdict (``cutoffs``); these are fixed.
         self._ham_cutoff = settings.decision.ham_log_odds
         self.min_messages = settings.decision.min_messages
@@ -118,35 +131,32 @@ class Judge:
         own = tx.counts(models.own, ids)
         if site is not None and models.site is not None:
             site_counts = tx.counts(models.site, ids)
-            own_evidence = self._evidence(analysed, names, own)
-            site_evidence = self._evidence(analysed, names, site_counts)
-            scored = self._blended(own_evidence, totals, site_evidence, site)
+            scored = scoring.score_user(
+                own,
+                site=site_counts,
+                names=names,
+                in_message=analysed.tokens,
+                own_totals=totals,
+                site_totals=site,
+                params=self.params,
+            )
             if scored is not None:
-                if self._has_own_verdicts(totals):
-                    # The site-wide model helps catch spam, but never condemns on its own what
-                    # the user's own model calls ham: the lower of the two log-odds is served.
-                    mine = self._own_multinomial(own_evidence, totals)
-                    if _spam_odds(mine) < _spam_odds(scored):
-                        scored = mine
                 return Evaluation(scored, learned, names, (own, site_counts))
         if not all(totals.of(label).messages for label in LABELS):
             return Evaluation(None, learned)
-        scored = self._score(tx, models.own, analysed, names, own, totals)
+        scored = scoring.score(
+            own,
+            names=names,
+            in_message=analysed.tokens,
+            totals=totals,
+            vocabulary_counts=tx.all_message_counts(models.own),
+            params=self.params,
+        )
         return Evaluation(scored, learned, names, (own,))
 
-    def _has_own_verdicts(self, totals: ModelTotals) -> bool:
-        """Whether a user's own model has learned enough of every label to give verdicts."""
-        needed = max(self.min_messages, 1)
-        return all(totals.of(label).messages >= needed for label in LABELS)
-
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
-        """The site-wide totals a user's model falls back on; None without a fallback (a
-        Bernoulli model is never blended)."""
-        if (
-            models.site is None
-            or self._settings.users.fallback_strength <= 0
-            or self._settings.model.kind == "bernoulli"
-        ):
+        """The site-wide totals a user's model falls back on; None without a fallback."""
+        if models.site is None or not scoring.falls_back(self.params):
             return None
         return tx.totals(models.site)
 
@@ -169,127 +179,6 @@ class Judge:
         if mail.spam_action == "reject":
             return "reject" if result.log_odds > mail.reject_log_odds else "accept"
         return "quarantine"
-
-    def _score(
-        self,
-        tx: Transaction,
-        scope: str,
-        analysed: Analysed,
-        names: Mapping[int, str],
-        counts: Mapping[int, Mapping[str, TokenStats]],
-        totals: ModelTotals,
-    ) -> nb.Scored:
-        model = self._settings.model
-        if model.kind == "bernoulli":
-            evidence = [
-                nb.Evidence(names[tid], 1, {lb: s.messages for lb, s in per.items()})
-                for tid, per in counts.items()
-            ]
-            messages = {lb: totals.labels[lb].messages for lb in LABELS}
-            return nb.bernoulli(
-                evidence,
-                vocabulary_counts=tx.all_message_counts(scope),
-                messages=messages,
-                alpha=model.alpha,
-            )
-        return self._own_multinomial(self._evidence(analysed, names, counts), totals)
-
-    def _own_multinomial(self, evidence: list[nb.Evidence], totals: ModelTotals) -> nb.Scored:
-        """The multinomial score of ``evidence`` against one model's own totals."""
-        model = self._settings.model
-        return self._multinomial(
-            evidence,
-            class_totals=self._class_totals(totals),
-            vocabulary=totals.vocabulary,
-            alpha=model.alpha,
-            distinct=model.distinct_min_messages or None,
-        )
-
-    def _blended(
-        self,
-        own: list[nb.Evidence],
-        own_totals: ModelTotals,
-        site: list[nb.Evidence],
-        site_model: ModelTotals,
-    ) -> nb.Scored | None:
-        """A user's multinomial score with the site-wide model as prior (``fallback``); None
-        where there is no prior to blend (a site-wide label without tokens)."""
-        model = self._settings.model
-        site_totals = self._class_totals(site_model)
-        if not all(t.tokens > 0 for t in site_totals.values()):
-            return None
-        evidence, class_totals = fallback.blend(
-            own,
-            own_totals=self._class_totals(own_totals),
-            site=site,
-            site_totals=site_totals,
-            site_vocabulary=site_model.vocabulary,
-            alpha=model.alpha,
-            strength=self._settings.users.fallback_strength,
-            distinct=model.distinct_min_messages or None,
-            group=token_kind if model.top_per_kind else None,
-        )
-        return self._multinomial(
-            evidence, class_totals=class_totals, vocabulary=0, alpha=0.0, distinct=None
-        )
-
-    def _evidence(
-        self,
-        analysed: Analysed,
-        names: Mapping[int, str],
-        counts: Mapping[int, Mapping[str, TokenStats]],
-    ) -> list[nb.Evidence]:
-        """The message's tokens with their learned counts (messages under presence counting,
-        else occurrences); tokens without occurrences are left out."""
-        presence = self._settings.model.counting == "presence"
-        tokens = analysed.tokens
-        evidence: list[nb.Evidence] = []
-        # A plain loop: a generator per token to test its occurrences took a tenth of a learn.
-        for tid, per in counts.items():
-            learned: dict[str, float] = {}
-            seen = False
-            for label, stats in per.items():
-                learned[label] = stats.messages if presence else stats.occurrences
-                if stats.occurrences > 0:
-                    seen = True
-            if seen:
-                name = names[tid]
-                evidence.append(nb.Evidence(name, 1 if presence else tokens[name], learned))
-        return evidence
-
-    def _class_totals(self, totals: ModelTotals) -> dict[str, nb.ClassTotals]:
-        presence = self._settings.model.counting == "presence"
-        return {
-            lb: nb.ClassTotals(
-                totals.of(lb).messages,
-                totals.of(lb).token_messages if presence else totals.of(lb).occurrences,
-            )
-            for lb in LABELS
-        }
-
-    def _multinomial(
-        self,
-        evidence: list[nb.Evidence],
-        *,
-        class_totals: Mapping[str, nb.ClassTotals],
-        vocabulary: int,
-        alpha: float,
-        distinct: int | None,
-    ) -> nb.Scored:
-        model = self._settings.model
-        top = model.top_tokens or None
-        kind = token_kind if model.top_per_kind else None
-        floor = model.length_floor if model.normalise_length else None
-        return nb.multinomial(
-            evidence,
-            totals=class_totals,
-            vocabulary=vocabulary,
-            alpha=alpha,
-            top=top,
-            group=kind,
-            floor=floor,
-            distinct=distinct,
-        )
 
     def _classification(
         self, analysed: Analysed, judged: Evaluation, spam_cut: float
