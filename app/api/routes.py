@@ -18,7 +18,6 @@ from starlette.concurrency import run_in_threadpool
 from app.api.body import message_form, received_message
 from app.api.calls import INLINE_BYTES, call_service, run_inline
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
-from app.api.exposure import hide_field_values
 from app.api.schemas import (
     METRICS_EXAMPLE,
     OPTIONAL_TOKEN,
@@ -33,7 +32,7 @@ from app.api.schemas import (
     errors,
 )
 from app.domain.labels import LABELS
-from app.service import Classification, MailReport, Stats
+from app.service import Classification, Stats
 from app.service.accounts import stats_document
 
 router = APIRouter()
@@ -89,8 +88,7 @@ async def classify(
         call = run_inline if len(raw) <= INLINE_BYTES else call_service
         result = await call(request, service.classify, raw, user, form=form, anonymous=not trusted)
     metrics.verdicts.labels(result.verdict.value).inc()
-    shown = result if trusted else hide_field_values(result)
-    return render_classification(shown, service.mail_report(shown))
+    return render_classification(result)
 
 
 @router.post(
@@ -212,8 +210,9 @@ async def metrics_text(metrics: MetricsDep) -> Response:
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def render_classification(result: Classification, mail: MailReport) -> ClassifyResponse:
+def render_classification(result: Classification) -> ClassifyResponse:
     """The HTTP form of a Classification and its mail report."""
+    mail = result.mail_report
     return ClassifyResponse.model_validate(
         {
             "verdict": result.verdict.value,

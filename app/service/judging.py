@@ -8,6 +8,7 @@ transaction for thick training (``evaluate``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from app.domain.spam_headers import (
     spam_score,
 )
 from app.service.cutoffs import CutOffs
+from app.service.exposure import hide_field_values
 from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
@@ -160,24 +162,29 @@ class Judge:
             return None
         return tx.totals(models.site)
 
-    def mail_report(self, result: Classification) -> MailReport:
+    def hidden(self, result: Classification) -> Classification:
+        """``result`` as a caller who proved nothing sees it: namespaced clue values hidden
+        (``exposure``), in its X-Spam headers too."""
+        shown = hide_field_values(result)
+        report = SpamReport(shown.verdict, shown.log_odds, shown.spam_probability, shown.clues)
+        return dataclasses.replace(shown, mail_report=self._mail_report(report, shown.spam_cutoff))
+
+    def _mail_report(self, report: SpamReport, spam_cut: float) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
-        report = SpamReport(result.verdict, result.log_odds, result.spam_probability, result.clues)
-        spam_cut = result.spam_cutoff
         return MailReport(
             is_spam=is_spam(report),
-            score=shown_score(spam_score(result.log_odds, spam_cut), is_spam(report)),
+            score=shown_score(spam_score(report.log_odds, spam_cut), is_spam(report)),
             required=REQUIRED_SCORE,
             headers=spam_headers(report, spam_cut),
-            action=self._action(result),
+            action=self._action(report),
         )
 
-    def _action(self, result: Classification) -> str:
+    def _action(self, report: SpamReport) -> str:
         mail = self._settings.mail
-        if result.verdict is not Verdict.SPAM or mail.spam_action == "accept":
+        if report.verdict is not Verdict.SPAM or mail.spam_action == "accept":
             return "accept"
         if mail.spam_action == "reject":
-            return "reject" if result.log_odds > mail.reject_log_odds else "accept"
+            return "reject" if report.log_odds > mail.reject_log_odds else "accept"
         return "quarantine"
 
     def _classification(
@@ -194,10 +201,12 @@ class Judge:
             found = nb.clues(scored, Label.SPAM, Label.HAM, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, learned, thresholds)
+        probability = nb.probability(posteriors[Label.SPAM])
+        report = SpamReport(decision.verdict, log_odds, probability, found)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
-            spam_probability=nb.probability(posteriors[Label.SPAM]),
+            spam_probability=probability,
             log_odds=log_odds,
             log_posteriors=posteriors,
             clues=found,
@@ -206,5 +215,6 @@ class Judge:
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,
             spam_cutoff=spam_cut,
+            mail_report=self._mail_report(report, spam_cut),
             form=analysed.form,
         )

@@ -26,7 +26,7 @@ anything, RecursionError and MemoryError included) becomes one spamd status line
 the connection's slot is released whatever happens.
 
 Nothing here decides anything about mail: verdicts, scores, models and idempotency are the
-service's (``classify``, ``mail_report``, ``learn``, ``forget``); the ``User:`` header is
+service's (``classify``, with its mail report, ``learn``, ``forget``); the ``User:`` header is
 passed on as the user whose model judges.
 """
 
@@ -319,7 +319,7 @@ class SpamdServer:
         if head.line.method is Method.TELL:
             return self._tell(tell_action(head), request.body, head.user)
         result = self._service.classify(request.body, head.user)
-        report = self._service.mail_report(result)
+        report = result.mail_report
         log.info(
             "spamd: %s %s score=%.1f/%.1f",
             head.line.method,
