@@ -71,7 +71,6 @@ UserQuery = Annotated[
 async def classify(
     request: Request,
     service: ServiceDep,
-    metrics: MetricsDep,
     trusted: TrustedDep,
     user: UserQuery = None,
 ) -> ClassifyResponse:
@@ -87,7 +86,6 @@ async def classify(
     async with received_message(request) as raw:
         call = run_inline if len(raw) <= INLINE_BYTES else call_service
         result = await call(request, service.classify, raw, user, form=form, anonymous=not trusted)
-    metrics.verdicts.labels(result.verdict.value).inc()
     return render_classification(result)
 
 
@@ -104,19 +102,16 @@ async def feedback(
     request: Request,
     label: LabelQuery,
     service: ServiceDep,
-    metrics: MetricsDep,
     user: UserQuery = None,
 ) -> FeedbackResponse:
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
     form = message_form(request)
     async with received_message(request) as raw:
         result = await call_service(request, service.learn, raw, label, user, form=form)
-    learned_as = str(result.label)
-    metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
         {
             "digest": result.digest,
-            "label": learned_as,
+            "label": str(result.label),
             "outcome": result.outcome.value,
             "form": result.form,
         }
@@ -132,14 +127,11 @@ async def feedback(
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
-async def forget(
-    request: Request, service: ServiceDep, metrics: MetricsDep, user: UserQuery = None
-) -> ForgetResponse:
+async def forget(request: Request, service: ServiceDep, user: UserQuery = None) -> ForgetResponse:
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
     form = message_form(request)
     async with received_message(request) as raw:
         result = await call_service(request, service.forget, raw, user, form=form)
-    metrics.forgets.labels(result.outcome.value).inc()
     return ForgetResponse.model_validate(
         {"digest": result.digest, "outcome": result.outcome.value, "form": result.form}
     )
@@ -203,7 +195,8 @@ async def readyz(service: ServiceDep) -> HealthResponse:
     dependencies=[Depends(require_token)],
 )
 async def metrics_text(metrics: MetricsDep) -> Response:
-    """Request counts and latencies by route and status, verdicts, feedback outcomes.
+    """Request counts and latencies by route and status; classify, learn and forget calls by
+    outcome, with their durations and errors.
 
     Needs a bearer token when the server has API tokens configured (Prometheus:
     ``authorization: {credentials: <token>}`` in the scrape config)."""
