@@ -371,7 +371,7 @@ class UserSettings(BaseModel):
     # Why 1000: spamfilter eval --per-user on the Enron mailboxes (two users interleaved,
     # thick training; 1-ROCA% and ham judged spam of the blend): 50 messages 0.217 / 0.349 %,
     # 200 0.115 / 0.087 %, 1000 0.101 / 0.100 %, 4000 0.111 / 0.137 %; with the user's own
-    # model able to overrule the blend towards ham (Judge.evaluate): 200 0.137 / 0.050 %,
+    # model able to overrule the blend towards ham (domain.scoring): 200 0.137 / 0.050 %,
     # 1000 0.108 / 0.050 %. One site-wide model: 0.129 / 0.149 %; separate models 0.139 /
     # 0.062 %. 0 gives every user a model of their own with no site-wide fallback.
     fallback_strength: float = Field(
