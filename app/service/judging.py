@@ -8,10 +8,9 @@ transaction for thick training (``evaluate``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.domain import naive_bayes as nb
 from app.domain import scoring
@@ -167,7 +166,7 @@ class Judge:
         (``exposure``), in its X-Spam headers too."""
         shown = hide_field_values(result)
         report = SpamReport(shown.verdict, shown.log_odds, shown.spam_probability, shown.clues)
-        return dataclasses.replace(shown, mail_report=self._mail_report(report, shown.spam_cutoff))
+        return replace(shown, mail_report=self._mail_report(report, shown.spam_cutoff))
 
     def _mail_report(self, report: SpamReport, spam_cut: float) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
