@@ -18,7 +18,6 @@ from starlette.concurrency import run_in_threadpool
 from app.api.body import message_form, received_message
 from app.api.calls import INLINE_BYTES, call_service, run_inline
 from app.api.dependencies import MetricsDep, ServiceDep, TrustedDep, require_token
-from app.api.exposure import hide_field_values
 from app.api.schemas import (
     METRICS_EXAMPLE,
     OPTIONAL_TOKEN,
@@ -33,7 +32,7 @@ from app.api.schemas import (
     errors,
 )
 from app.domain.labels import LABELS
-from app.service import Classification, MailReport, Stats
+from app.service import Classification, Stats
 from app.service.accounts import stats_document
 
 router = APIRouter()
@@ -72,7 +71,6 @@ UserQuery = Annotated[
 async def classify(
     request: Request,
     service: ServiceDep,
-    metrics: MetricsDep,
     trusted: TrustedDep,
     user: UserQuery = None,
 ) -> ClassifyResponse:
@@ -88,9 +86,7 @@ async def classify(
     async with received_message(request) as raw:
         call = run_inline if len(raw) <= INLINE_BYTES else call_service
         result = await call(request, service.classify, raw, user, form=form, anonymous=not trusted)
-    metrics.verdicts.labels(result.verdict.value).inc()
-    shown = result if trusted else hide_field_values(result)
-    return render_classification(shown, service.mail_report(shown))
+    return render_classification(result)
 
 
 @router.post(
@@ -106,19 +102,16 @@ async def feedback(
     request: Request,
     label: LabelQuery,
     service: ServiceDep,
-    metrics: MetricsDep,
     user: UserQuery = None,
 ) -> FeedbackResponse:
     """Learn the raw message as ``label``: learned, relabelled, unchanged or skipped."""
     form = message_form(request)
     async with received_message(request) as raw:
         result = await call_service(request, service.learn, raw, label, user, form=form)
-    learned_as = str(result.label)
-    metrics.feedback.labels(learned_as, result.outcome.value).inc()
     return FeedbackResponse.model_validate(
         {
             "digest": result.digest,
-            "label": learned_as,
+            "label": str(result.label),
             "outcome": result.outcome.value,
             "form": result.form,
         }
@@ -134,14 +127,11 @@ async def feedback(
     openapi_extra=RAW_MESSAGE_BODY,
     dependencies=[Depends(require_token)],
 )
-async def forget(
-    request: Request, service: ServiceDep, metrics: MetricsDep, user: UserQuery = None
-) -> ForgetResponse:
+async def forget(request: Request, service: ServiceDep, user: UserQuery = None) -> ForgetResponse:
     """Remove what learning the raw message added: forgotten, or unknown if never learned."""
     form = message_form(request)
     async with received_message(request) as raw:
         result = await call_service(request, service.forget, raw, user, form=form)
-    metrics.forgets.labels(result.outcome.value).inc()
     return ForgetResponse.model_validate(
         {"digest": result.digest, "outcome": result.outcome.value, "form": result.form}
     )
@@ -205,15 +195,17 @@ async def readyz(service: ServiceDep) -> HealthResponse:
     dependencies=[Depends(require_token)],
 )
 async def metrics_text(metrics: MetricsDep) -> Response:
-    """Request counts and latencies by route and status, verdicts, feedback outcomes.
+    """Request counts and latencies by route and status; classify, learn and forget calls by
+    outcome, with their durations and errors.
 
     Needs a bearer token when the server has API tokens configured (Prometheus:
     ``authorization: {credentials: <token>}`` in the scrape config)."""
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def render_classification(result: Classification, mail: MailReport) -> ClassifyResponse:
+def render_classification(result: Classification) -> ClassifyResponse:
     """The HTTP form of a Classification and its mail report."""
+    mail = result.mail_report
     return ClassifyResponse.model_validate(
         {
             "verdict": result.verdict.value,

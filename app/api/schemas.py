@@ -60,10 +60,11 @@ METRICS_EXAMPLE = (
     "# HELP spamfilter_http_requests_total HTTP requests by method, route and status.\n"
     "# TYPE spamfilter_http_requests_total counter\n"
     'spamfilter_http_requests_total{method="POST",route="/v1/classify",status="200"} 42.0\n'
-    "# HELP spamfilter_verdicts_total Classifications by verdict.\n"
-    "# TYPE spamfilter_verdicts_total counter\n"
-    'spamfilter_verdicts_total{verdict="ham"} 40.0\n'
-    'spamfilter_verdicts_total{verdict="spam"} 2.0\n'
+    "# HELP spamfilter_messages_total Service calls by call, adapter and outcome (a classify's "
+    "outcome is its verdict).\n"
+    "# TYPE spamfilter_messages_total counter\n"
+    'spamfilter_messages_total{adapter="http",call="classify",outcome="ham"} 40.0\n'
+    'spamfilter_messages_total{adapter="http",call="classify",outcome="spam"} 2.0\n'
 )
 
 # classify works without a token; with one it shows every clue (see the route's description).

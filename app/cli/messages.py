@@ -178,10 +178,9 @@ def classify(
     def work(name: str, message: bytes | Analysed) -> str:
         result = service.classify(message, user)
         if as_json:
-            mail = service.mail_report(result)
-            click.echo(json.dumps(classification_json(name, result, settings, mail)))
+            click.echo(json.dumps(classification_json(name, result, settings)))
         elif detailed:
-            show_classification(name, result, settings, service.mail_report(result))
+            show_classification(name, result, settings)
         else:
             click.echo(classification_line(name, result))
         return "classified"

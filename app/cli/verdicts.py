@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.domain.labels import LABELS
-from app.service import Classification, MailReport
+from app.service import Classification
 from app.settings.schema import Settings
 
 
@@ -38,10 +38,9 @@ def classification_line(name: str, result: Classification) -> str:
     )
 
 
-def classification_json(
-    name: str, result: Classification, settings: Settings, mail: MailReport
-) -> dict[str, Any]:
+def classification_json(name: str, result: Classification, settings: Settings) -> dict[str, Any]:
     """The JSON-lines form of one classification (log values in nats)."""
+    mail = result.mail_report
     return {
         "path": name,
         "verdict": result.verdict.value,
@@ -67,10 +66,9 @@ def classification_json(
     }
 
 
-def show_classification(
-    name: str, result: Classification, settings: Settings, mail: MailReport
-) -> None:
+def show_classification(name: str, result: Classification, settings: Settings) -> None:
     """The detailed view of one classification on stdout (rich on a terminal)."""
+    mail = result.mail_report
     console = Console(
         force_terminal=None, no_color=None, highlight=False, soft_wrap=False, width=_width()
     )

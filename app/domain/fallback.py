@@ -28,6 +28,7 @@ from app.domain.naive_bayes import ClassTotals, Evidence, distinct_evidence
 
 def blend(
     own: Sequence[Evidence],
+    *,
     own_totals: Mapping[str, ClassTotals],
     site: Sequence[Evidence],
     site_totals: Mapping[str, ClassTotals],
@@ -66,7 +67,7 @@ def blend(
             combined[item.token] = Evidence(item.token, item.in_message, summed)
     kept: Sequence[Evidence] = list(combined.values())
     if distinct is not None:
-        kept = distinct_evidence(kept, distinct, group)
+        kept = distinct_evidence(kept, distinct, group=group)
     site_messages = sum(t.messages for t in site_totals.values())
     mass = {label: strength * t.tokens / t.messages for label, t in site_totals.items()}
     spread = {label: t.tokens + alpha * site_vocabulary for label, t in site_totals.items()}

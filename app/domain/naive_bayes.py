@@ -109,7 +109,7 @@ def log_priors(messages: Mapping[str, float]) -> dict[str, float]:
     return {label: safe_log(count, total) for label, count in messages.items()}
 
 
-def smoothed_log_prob(count: float, total: float, alpha: float, outcomes: float) -> float:
+def smoothed_log_prob(count: float, total: float, *, alpha: float, outcomes: float) -> float:
     """Additive (Lidstone; Laplace when alpha = 1) estimate log((count+α)/(total+α·outcomes))."""
     return safe_log(count + alpha, total + alpha * outcomes)
 
@@ -124,6 +124,7 @@ def normalise(log_joint: Mapping[str, float]) -> dict[str, float]:
 
 def multinomial(
     evidence: Sequence[Evidence],
+    *,
     totals: Mapping[str, ClassTotals],
     vocabulary: int,
     alpha: float,
@@ -145,15 +146,15 @@ def multinomial(
     """
     labels = list(totals)
     if distinct is not None:
-        evidence = distinct_evidence(evidence, distinct, group, labels)
+        evidence = distinct_evidence(evidence, distinct, group=group, labels=labels)
     # smoothed_log_prob inlined, its denominator's log taken once per label: the same
     # operations in the same order (so the same floating-point values), a third of the time.
     denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
     logs = [math.log(d) if d > 0 else None for d in denominators]
     if len(labels) == 2 and None not in logs:
-        rows = _pair_rows(evidence, labels, logs, alpha)
+        rows = _pair_rows(evidence, labels=labels, logs=logs, alpha=alpha)
     else:
-        rows = _rows(evidence, labels, denominators, alpha)
+        rows = _rows(evidence, labels=labels, denominators=denominators, alpha=alpha)
     if top is None:
         chosen = [(token, values, "") for _, token, values in rows]
     else:
@@ -179,7 +180,11 @@ Row = tuple[float, str, tuple[float, ...]]
 
 
 def _rows(
-    evidence: Iterable[Evidence], labels: Sequence[str], denominators: Sequence[float], alpha: float
+    evidence: Iterable[Evidence],
+    *,
+    labels: Sequence[str],
+    denominators: Sequence[float],
+    alpha: float,
 ) -> list[Row]:
     """Every token's row, for any number of labels."""
     rows: list[Row] = []
@@ -196,7 +201,11 @@ def _rows(
 
 
 def _pair_rows(
-    evidence: Iterable[Evidence], labels: Sequence[str], logs: Sequence[float | None], alpha: float
+    evidence: Iterable[Evidence],
+    *,
+    labels: Sequence[str],
+    logs: Sequence[float | None],
+    alpha: float,
 ) -> list[Row]:
     """``_rows`` for two labels whose denominators are positive: the same values, unrolled
     (a message has hundreds of tokens, and this is most of a classify's arithmetic). The
@@ -219,6 +228,7 @@ def _pair_rows(
 def distinct_evidence(
     evidence: Sequence[Evidence],
     least: int,
+    *,
     group: Callable[[str], str] | None = None,
     labels: Sequence[str] | None = None,
 ) -> list[Evidence]:
@@ -299,6 +309,7 @@ def _choose(
 
 def normalise_length(
     contributions: Mapping[str, Mapping[str, float]],
+    *,
     top: int,
     floor: int,
     group: Callable[[str], str] | None = None,
@@ -328,6 +339,7 @@ def _weights(keys: Sequence[str], top: int, floor: int) -> dict[str, float]:
 
 def bernoulli(
     evidence: Sequence[Evidence],
+    *,
     vocabulary_counts: Iterable[Mapping[str, int]],
     messages: Mapping[str, int],
     alpha: float,
@@ -356,7 +368,7 @@ def bernoulli(
         per_label: dict[str, float] = {}
         for label in labels:
             seen = item.counts.get(label, 0)
-            present = smoothed_log_prob(seen, messages[label], alpha, 2)
+            present = smoothed_log_prob(seen, messages[label], alpha=alpha, outcomes=2)
             absent = _absent(seen, messages[label], alpha)
             if absent == NEG_INF:
                 infinite[label] -= 1
@@ -373,10 +385,10 @@ def bernoulli(
 
 def _absent(seen: float, messages: int, alpha: float) -> float:
     """log P(token absent | class) = log(1 - p_tc) under additive smoothing."""
-    return smoothed_log_prob(messages - seen, messages, alpha, 2)
+    return smoothed_log_prob(messages - seen, messages, alpha=alpha, outcomes=2)
 
 
-def clues(scored: Scored, positive: str, negative: str, limit: int) -> list[Clue]:
+def clues(scored: Scored, positive: str, negative: str, *, limit: int) -> list[Clue]:
     """The ``limit`` tokens whose contributions moved the log-odds most, largest |weight| first.
 
     Ties break on the token text so that the answer is deterministic.

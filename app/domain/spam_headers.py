@@ -12,6 +12,7 @@ so that ``score >= required_score`` with the default 5.0 is the same decision as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ _SCORE_LIMIT = 999.0
 _CLUES_IN_STATUS = 5
 _VERSION = "spamfilter"
 _SYMBOL_LENGTH = 40
+# What a clue symbol replaces: anything but printable ASCII (! to ~), and , ; " \.
+_UNSAFE = re.compile(r'[^!-~]|[,;"\\]')
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +97,9 @@ def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, st
 def clue_symbol(token: str) -> str:
     """A clue token as a rule-like name, safe in a header field and in a spamd reply: printable
     ASCII without ``,;"\\`` (anything else becomes ``_``), at most 40 characters."""
-    safe = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in token)
-    return safe[:_SYMBOL_LENGTH]
+    # One character for one: cut first, then replace. A regular expression, since a loop over
+    # the characters took most of a mail report, and every classify builds one.
+    return _UNSAFE.sub("_", token[:_SYMBOL_LENGTH])
 
 
 def _clue_name(clue: Clue) -> str:

@@ -24,7 +24,6 @@ from app.service.results import (
     FeedbackResult,
     Form,
     LabelSummary,
-    MailReport,
     Stats,
 )
 from app.service.scoping import Models, models_for
@@ -112,8 +111,9 @@ class SpamFilter:
         anonymous: bool = False,
     ) -> Classification:
         """Score a message against the learned counts (read-only): the site-wide model's, or
-        ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``).
-        ``anonymous``: the caller proved nothing (see ``events.Event``)."""
+        ``user``'s with the site-wide model as fallback (see ``app.domain.fallback``), with
+        its mail report. ``anonymous``: the caller proved nothing (see ``events.Event``), so
+        the clues' namespaced values are hidden from it (see ``exposure``)."""
         with self._watch.call("classify", user) as watch:
             models = self.models(user)
             analysed = watch.read(
@@ -124,7 +124,7 @@ class SpamFilter:
             watch.answer(
                 result.verdict.value, log_odds=result.log_odds, clues=clues, anonymous=anonymous
             )
-        return result
+        return self._judge.hidden(result) if anonymous else result
 
     def learn(
         self,
@@ -186,10 +186,6 @@ class SpamFilter:
             result = self._trainer.forget(analysed, models)
             watch.answer(result.outcome.value)
         return result
-
-    def mail_report(self, result: Classification) -> MailReport:
-        """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
-        return self._judge.mail_report(result)
 
     def models(self, user: str | None) -> Models:
         """The scopes a call for ``user`` reads and trains (None: the site-wide model);

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from app.domain import fallback
 from app.domain import naive_bayes as nb
+from app.domain import scoring
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.labels import LABELS, Label
 from app.domain.spam_headers import (
@@ -24,8 +24,8 @@ from app.domain.spam_headers import (
     spam_headers,
     spam_score,
 )
-from app.domain.tokenizer import token_kind
 from app.service.cutoffs import CutOffs
+from app.service.exposure import hide_field_values
 from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
@@ -73,8 +73,21 @@ class Evaluation:
         return shown
 
 
-def _spam_odds(scored: nb.Scored) -> float:
-    return scored.log_odds(Label.SPAM, Label.HAM)
+def scoring_params(settings: Settings) -> scoring.ScoringParams:
+    """The settings that shape a score, read once (see ``app.domain.scoring``)."""
+    model = settings.model
+    return scoring.ScoringParams(
+        labels=LABELS,
+        kind=model.kind,
+        counting=model.counting,
+        alpha=model.alpha,
+        top=model.top_tokens or None,
+        per_kind=model.top_per_kind,
+        floor=model.length_floor if model.normalise_length else None,
+        distinct=model.distinct_min_messages or None,
+        fallback_strength=settings.users.fallback_strength,
+        min_messages=settings.decision.min_messages,
+    )
 
 
 class Judge:
@@ -84,6 +97,7 @@ class Judge:
         self._store = store
         self._settings = settings
         self.reader = Reader(settings)
+        self.params = scoring_params(settings)
         # The spam cut-off is chosen per verdict (``cutoffs``); these are fixed.
         self._ham_cutoff = settings.decision.ham_log_odds
         self.min_messages = settings.decision.min_messages
@@ -118,161 +132,59 @@ class Judge:
         own = tx.counts(models.own, ids)
         if site is not None and models.site is not None:
             site_counts = tx.counts(models.site, ids)
-            own_evidence = self._evidence(analysed, names, own)
-            site_evidence = self._evidence(analysed, names, site_counts)
-            scored = self._blended(own_evidence, totals, site_evidence, site)
+            scored = scoring.score_user(
+                own,
+                site=site_counts,
+                names=names,
+                in_message=analysed.tokens,
+                own_totals=totals,
+                site_totals=site,
+                params=self.params,
+            )
             if scored is not None:
-                if self._has_own_verdicts(totals):
-                    # The site-wide model helps catch spam, but never condemns on its own what
-                    # the user's own model calls ham: the lower of the two log-odds is served.
-                    mine = self._own_multinomial(own_evidence, totals)
-                    if _spam_odds(mine) < _spam_odds(scored):
-                        scored = mine
                 return Evaluation(scored, learned, names, (own, site_counts))
         if not all(totals.of(label).messages for label in LABELS):
             return Evaluation(None, learned)
-        scored = self._score(tx, models.own, analysed, names, own, totals)
+        scored = scoring.score(
+            own,
+            names=names,
+            in_message=analysed.tokens,
+            totals=totals,
+            vocabulary_counts=tx.all_message_counts(models.own),
+            params=self.params,
+        )
         return Evaluation(scored, learned, names, (own,))
 
-    def _has_own_verdicts(self, totals: ModelTotals) -> bool:
-        """Whether a user's own model has learned enough of every label to give verdicts."""
-        needed = max(self.min_messages, 1)
-        return all(totals.of(label).messages >= needed for label in LABELS)
-
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
-        """The site-wide totals a user's model falls back on; None without a fallback (a
-        Bernoulli model is never blended)."""
-        if (
-            models.site is None
-            or self._settings.users.fallback_strength <= 0
-            or self._settings.model.kind == "bernoulli"
-        ):
+        """The site-wide totals a user's model falls back on; None without a fallback."""
+        if models.site is None or not scoring.falls_back(self.params):
             return None
         return tx.totals(models.site)
 
-    def mail_report(self, result: Classification) -> MailReport:
+    def hidden(self, result: Classification) -> Classification:
+        """``result`` as a caller who proved nothing sees it: namespaced clue values hidden
+        (``exposure``), in its X-Spam headers too."""
+        shown = hide_field_values(result)
+        report = SpamReport(shown.verdict, shown.log_odds, shown.spam_probability, shown.clues)
+        return replace(shown, mail_report=self._mail_report(report, shown.spam_cutoff))
+
+    def _mail_report(self, report: SpamReport, spam_cut: float) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
-        report = SpamReport(result.verdict, result.log_odds, result.spam_probability, result.clues)
-        spam_cut = result.spam_cutoff
         return MailReport(
             is_spam=is_spam(report),
-            score=shown_score(spam_score(result.log_odds, spam_cut), is_spam(report)),
+            score=shown_score(spam_score(report.log_odds, spam_cut), is_spam(report)),
             required=REQUIRED_SCORE,
             headers=spam_headers(report, spam_cut),
-            action=self._action(result),
+            action=self._action(report),
         )
 
-    def _action(self, result: Classification) -> str:
+    def _action(self, report: SpamReport) -> str:
         mail = self._settings.mail
-        if result.verdict is not Verdict.SPAM or mail.spam_action == "accept":
+        if report.verdict is not Verdict.SPAM or mail.spam_action == "accept":
             return "accept"
         if mail.spam_action == "reject":
-            return "reject" if result.log_odds > mail.reject_log_odds else "accept"
+            return "reject" if report.log_odds > mail.reject_log_odds else "accept"
         return "quarantine"
-
-    def _score(
-        self,
-        tx: Transaction,
-        scope: str,
-        analysed: Analysed,
-        names: Mapping[int, str],
-        counts: Mapping[int, Mapping[str, TokenStats]],
-        totals: ModelTotals,
-    ) -> nb.Scored:
-        model = self._settings.model
-        if model.kind == "bernoulli":
-            evidence = [
-                nb.Evidence(names[tid], 1, {lb: s.messages for lb, s in per.items()})
-                for tid, per in counts.items()
-            ]
-            messages = {lb: totals.labels[lb].messages for lb in LABELS}
-            return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
-        return self._own_multinomial(self._evidence(analysed, names, counts), totals)
-
-    def _own_multinomial(self, evidence: list[nb.Evidence], totals: ModelTotals) -> nb.Scored:
-        """The multinomial score of ``evidence`` against one model's own totals."""
-        model = self._settings.model
-        return self._multinomial(
-            evidence,
-            self._class_totals(totals),
-            totals.vocabulary,
-            model.alpha,
-            model.distinct_min_messages or None,
-        )
-
-    def _blended(
-        self,
-        own: list[nb.Evidence],
-        own_totals: ModelTotals,
-        site: list[nb.Evidence],
-        site_model: ModelTotals,
-    ) -> nb.Scored | None:
-        """A user's multinomial score with the site-wide model as prior (``fallback``); None
-        where there is no prior to blend (a site-wide label without tokens)."""
-        model = self._settings.model
-        site_totals = self._class_totals(site_model)
-        if not all(t.tokens > 0 for t in site_totals.values()):
-            return None
-        evidence, class_totals = fallback.blend(
-            own,
-            self._class_totals(own_totals),
-            site,
-            site_totals,
-            site_model.vocabulary,
-            model.alpha,
-            self._settings.users.fallback_strength,
-            model.distinct_min_messages or None,
-            token_kind if model.top_per_kind else None,
-        )
-        return self._multinomial(evidence, class_totals, 0, 0.0, None)
-
-    def _evidence(
-        self,
-        analysed: Analysed,
-        names: Mapping[int, str],
-        counts: Mapping[int, Mapping[str, TokenStats]],
-    ) -> list[nb.Evidence]:
-        """The message's tokens with their learned counts (messages under presence counting,
-        else occurrences); tokens without occurrences are left out."""
-        presence = self._settings.model.counting == "presence"
-        tokens = analysed.tokens
-        evidence: list[nb.Evidence] = []
-        # A plain loop: a generator per token to test its occurrences took a tenth of a learn.
-        for tid, per in counts.items():
-            learned: dict[str, float] = {}
-            seen = False
-            for label, stats in per.items():
-                learned[label] = stats.messages if presence else stats.occurrences
-                if stats.occurrences > 0:
-                    seen = True
-            if seen:
-                name = names[tid]
-                evidence.append(nb.Evidence(name, 1 if presence else tokens[name], learned))
-        return evidence
-
-    def _class_totals(self, totals: ModelTotals) -> dict[str, nb.ClassTotals]:
-        presence = self._settings.model.counting == "presence"
-        return {
-            lb: nb.ClassTotals(
-                totals.of(lb).messages,
-                totals.of(lb).token_messages if presence else totals.of(lb).occurrences,
-            )
-            for lb in LABELS
-        }
-
-    def _multinomial(
-        self,
-        evidence: list[nb.Evidence],
-        class_totals: Mapping[str, nb.ClassTotals],
-        vocabulary: int,
-        alpha: float,
-        distinct: int | None,
-    ) -> nb.Scored:
-        model = self._settings.model
-        top = model.top_tokens or None
-        kind = token_kind if model.top_per_kind else None
-        floor = model.length_floor if model.normalise_length else None
-        return nb.multinomial(evidence, class_totals, vocabulary, alpha, top, kind, floor, distinct)
 
     def _classification(
         self, analysed: Analysed, judged: Evaluation, spam_cut: float
@@ -285,13 +197,15 @@ class Judge:
         else:
             posteriors = scored.log_posteriors
             log_odds = scored.log_odds(Label.SPAM, Label.HAM)
-            found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
+            found = nb.clues(scored, Label.SPAM, Label.HAM, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, learned, thresholds)
+        probability = nb.probability(posteriors[Label.SPAM])
+        report = SpamReport(decision.verdict, log_odds, probability, found)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
-            spam_probability=nb.probability(posteriors[Label.SPAM]),
+            spam_probability=probability,
             log_odds=log_odds,
             log_posteriors=posteriors,
             clues=found,
@@ -300,5 +214,6 @@ class Judge:
             tokens=sum(analysed.tokens.values()),
             truncated=analysed.truncated,
             spam_cutoff=spam_cut,
+            mail_report=self._mail_report(report, spam_cut),
             form=analysed.form,
         )

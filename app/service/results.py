@@ -78,6 +78,8 @@ class Classification:
     truncated: bool
     # The log-odds above which this message is spam (see app.service.cutoffs).
     spam_cutoff: float
+    # The verdict as mail servers see it (score, X-Spam headers, action).
+    mail_report: MailReport
     form: str = "rfc822"
     # Per clue token: learned messages holding it in each label (see Judge.evaluate).
     clue_counts: dict[str, dict[str, int]] = field(default_factory=dict)

@@ -77,17 +77,22 @@ def make_api_settings(tmp_path: Path) -> MakeSettings:
 
 @pytest.fixture
 def make_api(make_api_settings: MakeSettings) -> Iterator[MakeApi]:
-    """A factory of apps: ``make_api(migrate=True, raise_errors=True, **settings)``."""
+    """A factory of apps: ``make_api(migrate=True, raise_errors=True, served=False,
+    **settings)``. With ``served`` the app's lifespan builds the service, as ``serve`` does
+    (migrated, its calls counted in the app's metrics and recorded for the console)."""
     with ExitStack() as stack:
 
-        def make(migrate: bool = True, raise_errors: bool = True, **overrides: Any) -> Api:
+        def make(
+            migrate: bool = True, raise_errors: bool = True, served: bool = False, **overrides: Any
+        ) -> Api:
             settings = make_api_settings(**overrides)
-            service = build_service(settings, migrate=migrate)
-            stack.callback(service.close)
-            app = create_app(settings, service)
+            given = None if served else build_service(settings, migrate=migrate)
+            if given is not None:
+                stack.callback(given.close)
+            app = create_app(settings, given)
             client = TestClient(app, raise_server_exceptions=raise_errors)
             stack.enter_context(client)
-            return Api(settings, service, app, client)
+            return Api(settings, app.state.service, app, client)
 
         yield make
 

@@ -284,8 +284,9 @@ def success_examples(operation: dict[str, Any], schemas: dict[str, Any]) -> list
 
 @pytest.fixture
 def trained(make_api: MakeApi) -> Api:
-    """A secured app with a site-wide model and a model of ``USER``'s own."""
-    api = make_api(api_tokens=[TOKEN])
+    """A secured app, served as ``serve`` serves it, with a site-wide model and a model of
+    ``USER``'s own."""
+    api = make_api(api_tokens=[TOKEN], served=True)
     api.train(TOKEN)
     for label, raw in (("ham", MESSAGE), ("spam", BIG)):
         reply = api.client.post(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.api.exposure import hide_token
 from app.errors import StorageConflict, StorageUnavailable
+from app.service.exposure import hide_token
 from tests.api.conftest import Api, MakeApi
 from tests.api.samples import HAMMY, SPAMMY
 

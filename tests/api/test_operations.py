@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.api.app import app_factory, create_app
 from app.bootstrap import daemon_service
-from tests.api.conftest import Api, MakeApi, MakeSettings
+from tests.api.conftest import MakeApi, MakeSettings
 from tests.api.samples import HAMMY, SPAM, SPAMMY
 
 POST_ROUTES = ["/v1/classify", "/v1/feedback", "/v1/forget"]
@@ -52,7 +52,8 @@ def test_readyz_is_503_when_the_database_cannot_be_opened(
     assert reply.json()["error"] == "storage_unavailable"
 
 
-def test_metrics_count_requests_verdicts_and_feedback(api: Api) -> None:
+def test_metrics_count_requests_verdicts_and_feedback(make_api: MakeApi) -> None:
+    api = make_api(served=True)  # the service's calls are counted in the app's registry
     api.train()
     api.client.post("/v1/classify", content=SPAMMY)
     api.client.post("/v1/classify", content=b"")
@@ -69,13 +70,16 @@ def test_metrics_count_requests_verdicts_and_feedback(api: Api) -> None:
         'spamfilter_http_requests_total{method="POST",route="/v1/feedback",status="200"} 7.0',
         'spamfilter_http_requests_total{method="GET",route="unmatched",status="404"} 1.0',
         'spamfilter_http_request_duration_seconds_count{method="POST",route="/v1/classify"} 2.0',
-        'spamfilter_verdicts_total{verdict="spam"} 1.0',
-        'spamfilter_feedback_total{label="spam",outcome="learned"} 3.0',
-        'spamfilter_feedback_total{label="spam",outcome="unchanged"} 1.0',
-        'spamfilter_forget_total{outcome="unknown"} 1.0',
+        'spamfilter_messages_total{adapter="http",call="classify",outcome="spam"} 1.0',
+        'spamfilter_messages_total{adapter="http",call="learn",outcome="learned"} 6.0',
+        'spamfilter_messages_total{adapter="http",call="learn",outcome="unchanged"} 1.0',
+        'spamfilter_messages_total{adapter="http",call="forget",outcome="unknown"} 1.0',
     ]
     for line in expected:
         assert line in text
+    # each call is counted once: no second counter of verdicts, feedback or forgets beside it
+    for gone in ("spamfilter_verdicts", "spamfilter_feedback", "spamfilter_forget"):
+        assert gone not in text
 
 
 def test_each_app_has_its_own_registry(make_api: MakeApi) -> None:

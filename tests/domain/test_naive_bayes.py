@@ -66,9 +66,9 @@ def lotr_scored(alpha: float) -> Scored:
     """The new user: likes Star Wars (x1 = 1), not Harry Potter (x2 = 0)."""
     return bernoulli(
         [Evidence("star_wars", 1, LOTR_X1)],
-        [LOTR_X1, LOTR_X2],
-        LOTR_MESSAGES,
-        alpha,
+        vocabulary_counts=[LOTR_X1, LOTR_X2],
+        messages=LOTR_MESSAGES,
+        alpha=alpha,
     )
 
 
@@ -133,8 +133,8 @@ def test_mle_bernoulli_absent_feature_seen_in_no_message_is_minus_infinity() -> 
     # "0" out (log 0 = -inf), and the posterior of the other label is exactly 1.
     scored = bernoulli(
         [Evidence("t", 1, {"0": 0, "1": 4})],
-        [{"0": 0, "1": 4}],
-        {"0": 5, "1": 5},
+        vocabulary_counts=[{"0": 0, "1": 4}],
+        messages={"0": 5, "1": 5},
         alpha=0,
     )
     assert scored.log_joint["0"] == -math.inf
@@ -145,14 +145,14 @@ def test_mle_bernoulli_absent_feature_seen_in_no_message_is_minus_infinity() -> 
 def test_mle_multinomial_unseen_token_rules_a_label_out() -> None:
     scored = multinomial(
         [Evidence("seen-only-in-spam", 2, {"spam": 3, "ham": 0})],
-        {"spam": ClassTotals(4, 10), "ham": ClassTotals(6, 20)},
+        totals={"spam": ClassTotals(4, 10), "ham": ClassTotals(6, 20)},
         vocabulary=8,
         alpha=0,
     )
     assert close(scored.log_joint["spam"], log(4 / 10) + 2 * log(3 / 10))
     assert scored.log_joint["ham"] == -math.inf
     assert scored.log_posteriors == {"spam": 0.0, "ham": -math.inf}
-    assert clues(scored, "spam", "ham", 5)[0].weight == math.inf
+    assert clues(scored, "spam", "ham", limit=5)[0].weight == math.inf
 
 
 def test_mle_bernoulli_token_seen_in_every_message_of_a_label() -> None:
@@ -160,8 +160,8 @@ def test_mle_bernoulli_token_seen_in_every_message_of_a_label() -> None:
     # log 1 = 0 to class "0"; class "1" has p = 13/17.
     scored = bernoulli(
         [Evidence("x1", 1, {"0": 13, "1": 13})],
-        [{"0": 13, "1": 13}],
-        {"0": 13, "1": 17},
+        vocabulary_counts=[{"0": 13, "1": 13}],
+        messages={"0": 13, "1": 17},
         alpha=0,
     )
     assert close(scored.log_joint["0"], log(13 / 30))
@@ -223,7 +223,7 @@ def test_tennis_single_attribute_is_a_one_token_multinomial() -> None:
     counts = tennis_counts(0)
     scored = multinomial(
         [Evidence("outlook:S", 1, {"+": counts["+"]["S"], "-": counts["-"]["S"]})],
-        {"+": ClassTotals(messages=9, tokens=9), "-": ClassTotals(messages=5, tokens=5)},
+        totals={"+": ClassTotals(messages=9, tokens=9), "-": ClassTotals(messages=5, tokens=5)},
         vocabulary=3,
         alpha=0,
     )
@@ -250,8 +250,8 @@ def test_spam_slide_multinomial_with_laplace() -> None:
     assert (sum(spam.values()), sum(ham.values()), vocabulary) == (6, 7, 8)
     scored = multinomial(
         [Evidence(w, 1, {"spam": spam[w], "ham": ham[w]}) for w in ("win", "cash")],
-        {"spam": ClassTotals(2, 6), "ham": ClassTotals(2, 7)},
-        vocabulary,
+        totals={"spam": ClassTotals(2, 6), "ham": ClassTotals(2, 7)},
+        vocabulary=vocabulary,
         alpha=1,
     )
     assert close(scored.log_joint["spam"], log(2 / 4) + log(4 / 14) + log(2 / 14))
@@ -281,7 +281,9 @@ def loan_count(label: str, attribute: int, value: str) -> int:
 
 
 def test_loan_categorical_mle_counts() -> None:
-    assert close(smoothed_log_prob(loan_count("Yes", 1, "Single"), 3, 0, 3), log(2 / 3))
+    assert close(
+        smoothed_log_prob(loan_count("Yes", 1, "Single"), 3, alpha=0, outcomes=3), log(2 / 3)
+    )
     assert (loan_count("No", 0, "No"), loan_count("No", 1, "Married")) == (4, 4)
     assert (loan_count("Yes", 0, "No"), loan_count("Yes", 1, "Married")) == (3, 0)
 
@@ -293,14 +295,14 @@ def test_loan_prediction_with_a_zero_likelihood() -> None:
     assert close(priors["Yes"], log(0.3))
     no = (
         priors["No"]
-        + smoothed_log_prob(loan_count("No", 0, "No"), 7, 0, 2)
-        + smoothed_log_prob(loan_count("No", 1, "Married"), 7, 0, 3)
+        + smoothed_log_prob(loan_count("No", 0, "No"), 7, alpha=0, outcomes=2)
+        + smoothed_log_prob(loan_count("No", 1, "Married"), 7, alpha=0, outcomes=3)
         + log(0.0072)
     )
     yes = (
         priors["Yes"]
-        + smoothed_log_prob(loan_count("Yes", 0, "No"), 3, 0, 2)
-        + smoothed_log_prob(loan_count("Yes", 1, "Married"), 3, 0, 3)
+        + smoothed_log_prob(loan_count("Yes", 0, "No"), 3, alpha=0, outcomes=2)
+        + smoothed_log_prob(loan_count("Yes", 1, "Married"), 3, alpha=0, outcomes=3)
         + log(1e-9)
     )
     assert round(math.exp(no - priors["No"]), 4) == 0.0024  # 4/7 × 4/7 × 0.0072
@@ -416,7 +418,7 @@ def test_log_odds_do_not_saturate_where_the_probability_does() -> None:
     def score(times: int) -> Scored:
         return multinomial(
             [Evidence("viagra", times, {"spam": 50, "ham": 1})],
-            {"spam": ClassTotals(10, 100), "ham": ClassTotals(10, 100)},
+            totals={"spam": ClassTotals(10, 100), "ham": ClassTotals(10, 100)},
             vocabulary=20,
             alpha=1,
         )
@@ -466,7 +468,7 @@ def multinomial_of(row: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float) 
         for j in np.flatnonzero(row)
     ]
     totals = {c: ClassTotals(int((y == c).sum()), int(sums[c].sum())) for c in classes}
-    return multinomial(evidence, totals, x.shape[1], alpha)
+    return multinomial(evidence, totals=totals, vocabulary=x.shape[1], alpha=alpha)
 
 
 def bernoulli_of(row: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float) -> Scored:
@@ -475,7 +477,7 @@ def bernoulli_of(row: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float) ->
     per_feature = [{c: int(documents[c][j]) for c in classes} for j in range(x.shape[1])]
     evidence = [Evidence(token(int(j)), 1, per_feature[j]) for j in np.flatnonzero(row)]
     messages = {c: int((y == c).sum()) for c in classes}
-    return bernoulli(evidence, per_feature, messages, alpha)
+    return bernoulli(evidence, vocabulary_counts=per_feature, messages=messages, alpha=alpha)
 
 
 def assert_matches(
@@ -574,7 +576,8 @@ alphas = st.floats(1e-3, 10.0)
 def test_multinomial_posteriors_sum_to_one(
     model: tuple[list[Evidence], dict[str, ClassTotals], int], alpha: float
 ) -> None:
-    scored = multinomial(*model, alpha)
+    evidence, totals, vocabulary = model
+    scored = multinomial(evidence, totals=totals, vocabulary=vocabulary, alpha=alpha)
     assert close(math.fsum(probability(v) for v in scored.log_posteriors.values()), 1.0)
     assert all(v <= 0.0 for v in scored.log_posteriors.values())
 
@@ -585,7 +588,7 @@ def test_multinomial_log_odds_is_prior_ratio_plus_clue_weights(
     model: tuple[list[Evidence], dict[str, ClassTotals], int], alpha: float
 ) -> None:
     evidence, totals, vocabulary = model
-    scored = multinomial(evidence, totals, vocabulary, alpha)
+    scored = multinomial(evidence, totals=totals, vocabulary=vocabulary, alpha=alpha)
     priors = log_priors({label: t.messages for label, t in totals.items()})
     found = clues(scored, "spam", "ham", limit=len(evidence) + 10)
     assert len(found) == len(evidence)
@@ -614,8 +617,8 @@ def test_bernoulli_log_odds_is_baseline_plus_clue_weights(
     # then moves the log-odds by its clue weight.
     n_present = data.draw(st.integers(0, n_vocabulary))
     evidence, vocabulary, messages = bernoulli_inputs(random.Random(seed), n_vocabulary, n_present)
-    scored = bernoulli(evidence, vocabulary, messages, alpha)
-    baseline = bernoulli([], vocabulary, messages, alpha)
+    scored = bernoulli(evidence, vocabulary_counts=vocabulary, messages=messages, alpha=alpha)
+    baseline = bernoulli([], vocabulary_counts=vocabulary, messages=messages, alpha=alpha)
     assert close(math.fsum(probability(v) for v in scored.log_posteriors.values()), 1.0)
     found = clues(scored, "spam", "ham", limit=n_vocabulary)
     expected = baseline.log_odds("spam", "ham") + math.fsum(c.weight for c in found)
@@ -630,20 +633,21 @@ def test_clues_are_ordered_by_magnitude_and_deterministic(
     limit: int,
 ) -> None:
     evidence, totals, vocabulary = model
-    scored = multinomial(evidence, totals, vocabulary, alpha)
-    found = clues(scored, "spam", "ham", limit)
+    scored = multinomial(evidence, totals=totals, vocabulary=vocabulary, alpha=alpha)
+    found = clues(scored, "spam", "ham", limit=limit)
     assert len(found) == min(limit, len(evidence))
     keys = [(-abs(c.weight), c.token) for c in found]
     assert keys == sorted(keys)
     for clue in found:
         per_label = scored.contributions[clue.token]
         assert clue.weight == per_label["spam"] - per_label["ham"]
-    everything = clues(scored, "spam", "ham", len(evidence))
+    everything = clues(scored, "spam", "ham", limit=len(evidence))
     if found:  # the ones left out weigh no more than the last one kept
         assert all(abs(c.weight) <= abs(found[-1].weight) for c in everything[limit:])
     shuffled = list(evidence)
     rng.shuffle(shuffled)
-    again = clues(multinomial(shuffled, totals, vocabulary, alpha), "spam", "ham", limit)
+    rescored = multinomial(shuffled, totals=totals, vocabulary=vocabulary, alpha=alpha)
+    again = clues(rescored, "spam", "ham", limit=limit)
     assert [c.token for c in again] == [c.token for c in found]
     for a, b in zip(again, found, strict=True):
         assert close(a.weight, b.weight)
@@ -654,7 +658,7 @@ def test_clue_ties_break_on_token_text() -> None:
     scored = multinomial(
         [Evidence(t, 1, same) for t in ("zeta", "alpha", "mid")]
         + [Evidence("neg", 1, {"spam": 1, "ham": 5})],
-        {"spam": ClassTotals(3, 50), "ham": ClassTotals(3, 50)},
+        totals={"spam": ClassTotals(3, 50), "ham": ClassTotals(3, 50)},
         vocabulary=10,
         alpha=1,
     )
@@ -714,7 +718,7 @@ def score(
         if w in vocabulary
     ]
     totals = {label: ClassTotals(messages[label], tokens[label]) for label in LABELS}
-    return multinomial(evidence, totals, len(vocabulary), alpha)
+    return multinomial(evidence, totals=totals, vocabulary=len(vocabulary), alpha=alpha)
 
 
 @given(documents, st.lists(words, max_size=10), alphas)
@@ -756,10 +760,10 @@ def test_tokens_outside_the_vocabulary_change_nothing(
 def test_order_of_vocabulary_and_evidence_does_not_matter_for_bernoulli() -> None:
     rng = random.Random(5)
     evidence, vocabulary, messages = bernoulli_inputs(rng, 30, 12)
-    scored = bernoulli(evidence, vocabulary, messages, 1.0)
+    scored = bernoulli(evidence, vocabulary_counts=vocabulary, messages=messages, alpha=1.0)
     rng.shuffle(vocabulary)
     rng.shuffle(evidence)
-    again = bernoulli(evidence, vocabulary, messages, 1.0)
+    again = bernoulli(evidence, vocabulary_counts=vocabulary, messages=messages, alpha=1.0)
     for label in LABELS:
         assert close(again.log_joint[label], scored.log_joint[label])
     assert again.contributions == scored.contributions

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.domain.decision import Verdict
 from app.domain.naive_bayes import Clue
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
+    clue_symbol,
     shown_score,
     spam_headers,
     spam_score,
@@ -87,3 +90,10 @@ def test_a_non_spam_score_is_shown_below_the_required_score(
 def test_an_unsure_status_never_reaches_the_required_score() -> None:
     status = dict(spam_headers(report(Verdict.UNSURE, 15.0), 15.0))["X-Spam-Status"]
     assert status.startswith("No, score=4.9 required=5.0")
+
+
+@given(st.text(max_size=80))
+def test_clue_symbol_replaces_each_unsafe_character_and_keeps_forty(token: str) -> None:
+    """The rule character by character: printable ASCII but , ; " \\ kept, the rest '_'."""
+    expected = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in token)[:40]
+    assert clue_symbol(token) == expected

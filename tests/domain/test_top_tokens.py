@@ -22,8 +22,8 @@ def kind(token: str) -> str:
 
 def test_top_keeps_the_largest_spreads_and_sums_only_them() -> None:
     items = [evidence("strong", 0, 30), evidence("weak", 5, 6), evidence("medium", 9, 1)]
-    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0)
-    top = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2)
+    full = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0)
+    top = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2)
 
     assert set(top.contributions) == {"strong", "medium"}
     weak = full.contributions["weak"]
@@ -34,15 +34,15 @@ def test_top_keeps_the_largest_spreads_and_sums_only_them() -> None:
 
 def test_top_none_or_larger_than_the_message_scores_everything() -> None:
     items = [evidence("a", 1, 2), evidence("b", 3, 0)]
-    full = nb.multinomial(items, TOTALS, vocabulary=5, alpha=1.0)
-    top = nb.multinomial(items, TOTALS, 5, 1.0, top=10)
+    full = nb.multinomial(items, totals=TOTALS, vocabulary=5, alpha=1.0)
+    top = nb.multinomial(items, totals=TOTALS, vocabulary=5, alpha=1.0, top=10)
     assert set(top.contributions) == set(full.contributions)
     for label, value in full.log_joint.items():
         assert math.isclose(top.log_joint[label], value, rel_tol=1e-12)
 
 
 def test_top_zero_leaves_only_the_prior() -> None:
-    scored = nb.multinomial([evidence("a", 0, 9)], TOTALS, vocabulary=5, alpha=1.0, top=0)
+    scored = nb.multinomial([evidence("a", 0, 9)], totals=TOTALS, vocabulary=5, alpha=1.0, top=0)
     assert scored.contributions == {}
     assert math.isclose(scored.log_odds("spam", "ham"), 0.0)
 
@@ -64,12 +64,12 @@ def test_a_group_budget_applies_to_each_group_on_its_own() -> None:
         evidence("the", 5, 5),
     ]
 
-    single = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2)
-    grouped = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=2, group=kind)
+    single = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2)
+    grouped = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2, group=kind)
 
     assert set(single.contributions) == {"received:a", "received:b"}
     assert set(grouped.contributions) == {"received:a", "received:b", "cheap", "meeting"}
-    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0)
+    full = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0)
     dropped = ("received:c", "the")
     for label in ("ham", "spam"):
         expected = full.log_joint[label] - math.fsum(full.contributions[t][label] for t in dropped)
@@ -78,7 +78,9 @@ def test_a_group_budget_applies_to_each_group_on_its_own() -> None:
 
 def test_a_group_smaller_than_its_budget_keeps_every_token() -> None:
     items = [evidence("subject:hi", 0, 3), evidence("a", 1, 2), evidence("b", 3, 0)]
-    grouped = nb.multinomial(items, TOTALS, 5, 1.0, top=2, group=lambda t: t[:1])
+    grouped = nb.multinomial(
+        items, totals=TOTALS, vocabulary=5, alpha=1.0, top=2, group=lambda t: t[:1]
+    )
     assert set(grouped.contributions) == {"subject:hi", "a", "b"}
 
 
@@ -92,8 +94,10 @@ def test_a_short_group_counts_as_top_tokens_of_its_mean_strength() -> None:
         evidence("offer", 2, 7),
         evidence("lunch", 5, 2),
     ]
-    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=4, group=kind)
-    weighted = nb.multinomial(items, TOTALS, 50, 1.0, top=4, group=kind, floor=1)
+    plain = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=4, group=kind)
+    weighted = nb.multinomial(
+        items, totals=TOTALS, vocabulary=50, alpha=1.0, top=4, group=kind, floor=1
+    )
 
     priors = nb.log_priors({"ham": 10, "spam": 10})
     for label in ("ham", "spam"):
@@ -111,26 +115,30 @@ def test_a_short_group_counts_as_top_tokens_of_its_mean_strength() -> None:
 def test_the_floor_bounds_the_weight_of_a_few_tokens() -> None:
     # One token with a budget of 25: weight 25 without a floor, 25/10 with a floor of 10.
     items = [evidence("cheap", 1, 9)]
-    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=25)
+    plain = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=25)
     spread = plain.log_odds("spam", "ham")
     for floor, weight in ((1, 25.0), (10, 2.5), (25, 1.0), (40, 1.0)):
-        scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=25, floor=floor)
+        scored = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=25, floor=floor)
         assert math.isclose(scored.log_odds("spam", "ham"), weight * spread), floor
 
 
 def test_a_full_group_and_the_unnormalised_score_are_unchanged() -> None:
     items = [evidence(f"w{i}", i % 4, 7 - i % 4) for i in range(8)]
-    plain = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=5)
-    weighted = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, top=5, floor=1)
+    plain = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=5)
+    weighted = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=5, floor=1)
     assert weighted.log_joint == plain.log_joint
     # Without a budget there is no length to normalise to: every token scores once.
-    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, floor=1)
-    assert full.log_joint == nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0).log_joint
+    full = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, floor=1)
+    assert (
+        full.log_joint == nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0).log_joint
+    )
 
 
 def test_the_log_odds_are_the_prior_plus_the_weighted_clues() -> None:
     items = [evidence("subject:win", 0, 4), evidence("cash", 1, 8), evidence("hello", 6, 2)]
-    scored = nb.multinomial(items, TOTALS, vocabulary=30, alpha=1.0, top=25, group=kind, floor=3)
+    scored = nb.multinomial(
+        items, totals=TOTALS, vocabulary=30, alpha=1.0, top=25, group=kind, floor=3
+    )
     clues = nb.clues(scored, "spam", "ham", limit=10)
     assert math.isclose(scored.log_odds("spam", "ham"), math.fsum(c.weight for c in clues))
 
@@ -142,8 +150,8 @@ def test_tokens_learned_together_count_once() -> None:
     # A relay's host name and its networks, learned in the same 12 spam every time.
     relay = [evidence(f"received:{name}", 0, 12) for name in ("host:mx.example", "ip:192.0.2")]
     items = [*relay, evidence("received:ip:192.0", 0, 12), evidence("cheap", 1, 9)]
-    scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, group=kind, distinct=10)
-    full = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, group=kind)
+    scored = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, group=kind, distinct=10)
+    full = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, group=kind)
 
     assert set(scored.contributions) == {"received:host:mx.example", "cheap"}
     once = full.contributions["received:ip:192.0"]
@@ -158,13 +166,13 @@ def test_tokens_below_the_support_or_with_other_counts_all_count() -> None:
         evidence("list:a", 20, 2),
         evidence("list:b", 20, 3),  # one spam apart: different evidence
     ]
-    scored = nb.multinomial(items, TOTALS, vocabulary=50, alpha=1.0, distinct=10)
+    scored = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, distinct=10)
     assert set(scored.contributions) == {"rare:a", "rare:b", "list:a", "list:b"}
 
 
 def test_identical_counts_in_different_groups_or_message_counts_are_kept() -> None:
     items = [evidence("subject:cheap", 0, 12), evidence("cheap", 0, 12)]
-    assert len(nb.distinct_evidence(items, 10, kind)) == 2
+    assert len(nb.distinct_evidence(items, 10, group=kind)) == 2
     assert len(nb.distinct_evidence(items, 10)) == 1  # one group: one observation
     twice = [nb.Evidence("cheap", 2, {"spam": 12}), nb.Evidence("cheaper", 1, {"spam": 12})]
     assert len(nb.distinct_evidence(twice, 10)) == 2
@@ -213,11 +221,11 @@ def test_distinct_evidence_keeps_what_the_rule_keeps(
     expected = distinct_reference(items, least)
     two = [item for item in items if "other" not in item.counts]
     for labels in (None, ["ham", "spam", "other"], ["other", "spam", "ham"]):
-        kept = nb.distinct_evidence(items, least, kind, labels)
+        kept = nb.distinct_evidence(items, least, group=kind, labels=labels)
         assert sorted(e.token for e in kept) == expected
-    assert sorted(e.token for e in nb.distinct_evidence(two, least, kind, ["ham", "spam"])) == (
-        distinct_reference(two, least)
-    )
+    assert sorted(
+        e.token for e in nb.distinct_evidence(two, least, group=kind, labels=["ham", "spam"])
+    ) == (distinct_reference(two, least))
 
 
 def reference(
@@ -281,5 +289,7 @@ def test_the_score_is_the_documented_sum_to_the_last_bit(
         for i, (*c, field) in enumerate(counts)
     ]
     totals = {lb: nb.ClassTotals(3 + i, 500 + 7 * i) for i, lb in enumerate(labels)}
-    scored = nb.multinomial(items, totals, 90, 1.0, top, kind, floor)
+    scored = nb.multinomial(
+        items, totals=totals, vocabulary=90, alpha=1.0, top=top, group=kind, floor=floor
+    )
     assert scored.log_joint == reference(items, totals, 90, top, floor)

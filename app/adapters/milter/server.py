@@ -270,7 +270,7 @@ class MilterServer:
         except InvalidUser:
             log.info("%s: recipient names no model; site-wide model", message.queue_id or "-")
             result = self._service.classify(message.raw)
-        return self._service.mail_report(result)
+        return result.mail_report
 
 
 def _logged(command: Command) -> Command:

@@ -86,7 +86,7 @@ def service_classifier(service: SpamFilter, user: str | None = None) -> Classify
 
     def classify(raw: bytes) -> FilterReport:
         result = service.classify(raw, user)
-        return FilterReport(result.verdict.value, service.mail_report(result).headers)
+        return FilterReport(result.verdict.value, result.mail_report.headers)
 
     return classify
 

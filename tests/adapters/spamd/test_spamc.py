@@ -33,7 +33,7 @@ def fresh(seed: int) -> tuple[bytes, bytes]:
 
 def processed(spamd: Spamd, message: bytes) -> bytes:
     """The message as PROCESS should return it: the service's headers on top."""
-    report = spamd.service.mail_report(spamd.service.classify(message))
+    report = spamd.service.classify(message).mail_report
     return add_headers(message, report.headers)
 
 
@@ -56,7 +56,7 @@ def test_check_gives_spam_and_ham_with_spamcs_exit_codes(
     ham_score, _ = score_line(ham.stdout)
     assert threshold == 5.0
     assert spam_score >= threshold > ham_score
-    assert spam_score == spamd.service.mail_report(spamd.service.classify(spammy)).score
+    assert spam_score == spamd.service.classify(spammy).mail_report.score
 
 
 def test_report(make_spamd: SpamdFactory, spamc: Spamc) -> None:

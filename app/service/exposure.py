@@ -3,10 +3,11 @@
 The clues of a classification are learned tokens. A bare body word says little, but a
 namespaced token (``from:addr:alice@example.org``, ``received:ip:10.1.2``,
 ``url:host:intranet.example.org``) tells whoever can classify which addresses, relays and
-hosts the model has learned, and so whose mail the server sees. When API tokens are
-configured, a caller without one gets the verdict, the scores and every clue's weight, but a
-namespaced clue's value is replaced by ``HIDDEN``: ``from:addr:*``. The X-Spam headers are
-built from the same hidden clues.
+hosts the model has learned, and so whose mail the server sees. A classify for a caller
+who proved nothing (``anonymous``: over HTTP, without a valid token when tokens are
+configured) answers the verdict, the scores and every clue's weight, but a namespaced clue's
+value is replaced by ``HIDDEN``: ``from:addr:*``. The X-Spam headers are built from the same
+hidden clues.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 
 from app.domain.naive_bayes import Clue
 from app.domain.tokenizer import token_kind
-from app.service import Classification
+from app.service.results import Classification
 
 HIDDEN = "*"
 

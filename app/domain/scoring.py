@@ -1,0 +1,241 @@
+"""Model policy: which learned counts are evidence, which model scores them, and when a
+user's own model overrules the site-wide blend.
+
+Pure functions over learned counts and a ``ScoringParams`` the service builds once from its
+settings; the maths they call is in ``naive_bayes`` and ``fallback``.
+
+Evidence (``evidence``, ``class_totals``). Under presence counting a token counts once in
+the message and its learned count under label c is D_ct, the learned messages holding it;
+the label's total is Σ_t D_ct (each learned message's distinct tokens, summed). Under
+occurrence counting it counts n_t(x) times, its learned count is T_ct, its occurrences, and
+the total is T_c. The Bernoulli model reads presence evidence and the label's messages N_c.
+
+A user's score (``score_user``), with the site-wide model as prior: the blend of
+``fallback``; and once the user's own model gives verdicts of its own (``gives_verdicts``),
+the lower of the two log-odds(spam : ham), L, is served (``overrule``):
+
+    served = own    if L(own) < L(blend)
+             blend  otherwise
+
+so the site-wide model helps catch spam but never condemns on its own what the user's own
+mail calls ham.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from app.domain import fallback
+from app.domain import naive_bayes as nb
+from app.domain.labels import Label
+from app.domain.tokenizer import token_kind
+
+Kind = Literal["multinomial", "bernoulli"]
+Counting = Literal["occurrences", "presence"]
+
+
+class TokenCounts(Protocol):
+    """A token's learned counts under one label: occurrences T_ct and messages D_ct."""
+
+    @property
+    def occurrences(self) -> int: ...
+
+    @property
+    def messages(self) -> int: ...
+
+
+class LabelCounts(Protocol):
+    """A label's learned totals: messages N_c, occurrences T_c and Σ_t D_ct."""
+
+    @property
+    def messages(self) -> int: ...
+
+    @property
+    def occurrences(self) -> int: ...
+
+    @property
+    def token_messages(self) -> int: ...
+
+
+class ModelCounts(Protocol):
+    """A model's totals: per label (zeros for a label it has not learned), and |V|."""
+
+    @property
+    def vocabulary(self) -> int: ...
+
+    def of(self, label: str) -> LabelCounts: ...
+
+
+# Token id -> label -> learned counts (a label the token has no count in may be absent).
+Counts = Mapping[int, Mapping[str, TokenCounts]]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringParams:
+    """What shapes a score, built once from the settings (see ``naive_bayes.multinomial``).
+
+    ``top``: score the most decisive tokens only (None: every token), of each kind of token
+    when ``per_kind``; ``floor``: length normalisation's floor (None: off); ``distinct``:
+    repeats learned together from at least this many messages count once (None: off);
+    ``fallback_strength``: the site-wide prior's weight K, in messages (0: none);
+    ``min_messages``: learned messages of every label before a model gives verdicts.
+    """
+
+    labels: tuple[str, ...]
+    kind: Kind
+    counting: Counting
+    alpha: float
+    top: int | None
+    per_kind: bool
+    floor: int | None
+    distinct: int | None
+    fallback_strength: float
+    min_messages: int
+
+
+def group_of(params: ScoringParams) -> Callable[[str], str] | None:
+    """What ``top`` counts within: a token's kind (``token_kind``), or None for one budget."""
+    return token_kind if params.per_kind else None
+
+
+def evidence(
+    counts: Counts, *, names: Mapping[int, str], in_message: Mapping[str, int], counting: Counting
+) -> list[nb.Evidence]:
+    """The message's tokens with their learned counts, in the order of ``counts``: D_ct
+    counted once under presence counting, else T_ct counted ``in_message`` times (``names``:
+    token id -> token). Tokens without learned occurrences are left out."""
+    presence = counting == "presence"
+    found: list[nb.Evidence] = []
+    # A plain loop: a generator per token to test its occurrences took a tenth of a learn.
+    for tid, per in counts.items():
+        learned: dict[str, float] = {}
+        seen = False
+        for label, stats in per.items():
+            learned[label] = stats.messages if presence else stats.occurrences
+            if stats.occurrences > 0:
+                seen = True
+        if seen:
+            name = names[tid]
+            found.append(nb.Evidence(name, 1 if presence else in_message[name], learned))
+    return found
+
+
+def class_totals(
+    totals: ModelCounts, labels: Iterable[str], counting: Counting
+) -> dict[str, nb.ClassTotals]:
+    """Per label, learned messages N_c and the token total matching ``evidence``: Σ_t D_ct
+    under presence counting, else T_c."""
+    presence = counting == "presence"
+    return {
+        lb: nb.ClassTotals(
+            totals.of(lb).messages,
+            totals.of(lb).token_messages if presence else totals.of(lb).occurrences,
+        )
+        for lb in labels
+    }
+
+
+def falls_back(params: ScoringParams) -> bool:
+    """Whether a user's model has the site-wide one as prior: a positive strength, and a
+    multinomial model (a Bernoulli model is never blended)."""
+    return params.fallback_strength > 0 and params.kind != "bernoulli"
+
+
+def gives_verdicts(totals: ModelCounts, params: ScoringParams) -> bool:
+    """Whether a model has learned ``min_messages`` (at least one) of every label."""
+    needed = max(params.min_messages, 1)
+    return all(totals.of(label).messages >= needed for label in params.labels)
+
+
+def spam_odds(scored: nb.Scored) -> float:
+    """log P(spam|x) - log P(ham|x), in nats."""
+    return scored.log_odds(Label.SPAM, Label.HAM)
+
+
+def overrule(blended: nb.Scored, own: nb.Scored) -> nb.Scored:
+    """The score served to a user whose own model gives verdicts: the own model's where its
+    log-odds are lower, else the blend's (ties keep the blend)."""
+    return own if spam_odds(own) < spam_odds(blended) else blended
+
+
+def score(
+    counts: Counts,
+    *,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
+    totals: ModelCounts,
+    vocabulary_counts: Iterable[Mapping[str, int]],
+    params: ScoringParams,
+) -> nb.Scored:
+    """One model's score of a message: Bernoulli or multinomial as ``params.kind`` says.
+    Every label needs a learned message. ``vocabulary_counts`` (D_ct of every vocabulary
+    token) is read by the Bernoulli model only."""
+    if params.kind == "bernoulli":
+        present = evidence(counts, names=names, in_message=in_message, counting="presence")
+        messages = {lb: totals.of(lb).messages for lb in params.labels}
+        return nb.bernoulli(
+            present, vocabulary_counts=vocabulary_counts, messages=messages, alpha=params.alpha
+        )
+    found = evidence(counts, names=names, in_message=in_message, counting=params.counting)
+    return own_multinomial(found, totals=totals, params=params)
+
+
+def own_multinomial(
+    found: list[nb.Evidence], *, totals: ModelCounts, params: ScoringParams
+) -> nb.Scored:
+    """The multinomial score of ``found`` (see ``evidence``) against one model's totals."""
+    return nb.multinomial(
+        found,
+        totals=class_totals(totals, params.labels, params.counting),
+        vocabulary=totals.vocabulary,
+        alpha=params.alpha,
+        top=params.top,
+        group=group_of(params),
+        floor=params.floor,
+        distinct=params.distinct,
+    )
+
+
+def score_user(
+    own: Counts,
+    *,
+    site: Counts,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
+    own_totals: ModelCounts,
+    site_totals: ModelCounts,
+    params: ScoringParams,
+) -> nb.Scored | None:
+    """A user's multinomial score with the site-wide model as prior (``fallback.blend``),
+    overruled by the user's own model where ``overrule`` says; None where there is no prior
+    to blend (a site-wide label without tokens)."""
+    mine = evidence(own, names=names, in_message=in_message, counting=params.counting)
+    theirs = evidence(site, names=names, in_message=in_message, counting=params.counting)
+    prior = class_totals(site_totals, params.labels, params.counting)
+    if not all(t.tokens > 0 for t in prior.values()):
+        return None
+    blended, blended_totals = fallback.blend(
+        mine,
+        own_totals=class_totals(own_totals, params.labels, params.counting),
+        site=theirs,
+        site_totals=prior,
+        site_vocabulary=site_totals.vocabulary,
+        alpha=params.alpha,
+        strength=params.fallback_strength,
+        distinct=params.distinct,
+        group=group_of(params),
+    )
+    scored = nb.multinomial(
+        blended,
+        totals=blended_totals,
+        vocabulary=0,
+        alpha=0.0,
+        top=params.top,
+        group=group_of(params),
+        floor=params.floor,
+    )
+    if not gives_verdicts(own_totals, params):
+        return scored
+    return overrule(scored, own_multinomial(mine, totals=own_totals, params=params))
