@@ -300,7 +300,7 @@ class SpamdServer:
         if head.line.method is Method.TELL:
             return self._tell(tell_action(head), request.body, head.user)
         result = self._service.classify(request.body, head.user)
-        report = self._service.mail_report(result)
+        report = result.mail_report
         log.info(
             "spamd: %s %s score=%.1f/%.1f",
             head.line.method,
