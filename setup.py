@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,21 @@ def say(line: str) -> None:
 
 
 def compiled_modules() -> list[str]:
-    """``COMPILED`` of app/compiled.py (read without importing the package), or its
-    ``CANDIDATES`` when SPAMFILTER_COMPILE=candidates (for ``spamfilter bench compiled``)."""
+    """``COMPILED`` of app/compiled.py, or its ``CANDIDATES`` when
+    SPAMFILTER_COMPILE=candidates (for ``spamfilter bench compiled``)."""
     wanted = "CANDIDATES" if os.environ.get("SPAMFILTER_COMPILE") == "candidates" else "COMPILED"
+    return ast_tuple(wanted)
+
+
+def ast_tuple(name: str) -> list[str]:
+    """The literal tuple ``name`` of app/compiled.py, read without importing the package."""
     tree = ast.parse((ROOT / "app" / "compiled.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == wanted for target in node.targets
+            isinstance(target, ast.Name) and target.id == name for target in node.targets
         ):
             return list(ast.literal_eval(node.value))
-    raise RuntimeError(f"app/compiled.py has no {wanted} tuple")
+    raise RuntimeError(f"app/compiled.py has no {name} tuple")
 
 
 def pure_reason() -> str | None:
@@ -83,6 +89,9 @@ class BuildMypyc(build_ext):
         super().finalize_options()
 
     def run(self) -> None:
+        remove_extensions(Path(self.build_lib), self.get_outputs())
+        if self.inplace or getattr(self, "editable_mode", False):
+            remove_extensions(ROOT)  # the build puts the current ones back
         try:
             super().run()
         except Exception as error:  # a compile error: pure Python
@@ -111,10 +120,29 @@ class BuildMypyc(build_ext):
         return extensions
 
 
+def remove_extensions(folder: Path, keep: Iterable[str] = ()) -> list[Path]:
+    """Delete the extension modules of the candidates (and mypyc's shared libraries) that an
+    earlier build left in ``folder`` (the source tree after an editable install, or a build
+    folder a wheel is made from), but those named in ``keep``; returns those deleted. Left in
+    place, a stale one is imported instead of its source, or packed into a wheel."""
+    found = [*folder.glob("*__mypyc.*.so")]
+    for name in ast_tuple("CANDIDATES"):
+        module = folder.joinpath(*name.split("."))
+        found += module.parent.glob(f"{module.name}.*.so")
+    kept = {Path(path).resolve() for path in keep}
+    stale = [path for path in found if path.resolve() not in kept]
+    for path in stale:
+        path.unlink()
+    return stale
+
+
 def options() -> dict[str, Any]:
     reason = pure_reason()
     if reason is not None:
-        say(f"installing pure Python: {reason}")
+        # An editable install runs the tree's modules: compiled ones left there would run.
+        removed = remove_extensions(ROOT) if "editable_wheel" in sys.argv else []
+        also = f" (removed {len(removed)} extension modules built in place)" if removed else ""
+        say(f"installing pure Python: {reason}{also}")
         return {}
     return {
         "ext_modules": [Extension(PLACEHOLDER, sources=[])],
