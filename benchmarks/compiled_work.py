@@ -17,6 +17,7 @@ model learned from the first half, each stage being one module's functions:
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -58,6 +59,23 @@ def prefer_source(modules: Iterable[str]) -> None:
     if loaded:
         raise RuntimeError(f"already imported, so not reloaded from source: {loaded}")
     sys.meta_path.insert(0, _SourceFinder(chosen))
+
+
+def load_source(name: str) -> ModuleType:
+    """A second copy of module ``name`` run from its ``.py`` source, under the name
+    ``_pure_`` + ``name`` with dots as underscores, beside the module as imported."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(name)
+    source = Path(spec.origin).parent / f"{name.rpartition('.')[2]}.py"
+    alias = "_pure_" + name.replace(".", "_")
+    pure_spec = importlib.util.spec_from_file_location(alias, source)
+    if pure_spec is None or pure_spec.loader is None:
+        raise ModuleNotFoundError(f"no source for {name}")
+    module = importlib.util.module_from_spec(pure_spec)
+    sys.modules[alias] = module  # dataclasses look their module up there
+    pure_spec.loader.exec_module(module)
+    return module
 
 
 def read_messages(folder: Path, limit: int) -> list[tuple[bytes, str]]:
@@ -115,8 +133,9 @@ class Workload:
         self.own_evidence = [_evidence(tokens, self.own) for tokens in self.test]
         self.bags = [{token_id(t): n for t, n in tokens.items()} for tokens in self.tokens]
 
-    def stages(self) -> dict[str, Callable[[], object]]:
-        """Each stage as a call that does its work once over every message."""
+    def stages(self) -> dict[str, Callable[[Any], object]]:
+        """Each stage: a call that does its work once over every message with the module it
+        is given (the module as imported, or its pure source loaded beside it)."""
         return {
             "app.domain.message": self.parse_all,
             "app.domain.tokenizer": self.tokenize_all,
@@ -126,31 +145,24 @@ class Workload:
             "app.storage.codec": self.codec_all,
         }
 
-    def parse_all(self) -> list[Any]:
-        from app.domain.message import parse
+    def parse_all(self, message: Any) -> list[Any]:
+        return [message.parse(raw, SCAN_BYTES) for raw in self.raws]
 
-        return [parse(raw, SCAN_BYTES) for raw in self.raws]
+    def tokenize_all(self, tokenizer: Any) -> list[Counter[str]]:
+        return [tokenizer.tokenize(parsed, self.options) for parsed in self.parsed]
 
-    def tokenize_all(self) -> list[Counter[str]]:
-        from app.domain.tokenizer import tokenize
+    def ids_all(self, token_ids: Any) -> list[list[int]]:
+        return [[token_ids.token_id(token) for token in tokens] for tokens in self.tokens]
 
-        return [tokenize(parsed, self.options) for parsed in self.parsed]
-
-    def ids_all(self) -> list[list[int]]:
-        from app.domain.token_ids import token_id
-
-        return [[token_id(token) for token in tokens] for tokens in self.tokens]
-
-    def score_all(self) -> list[Any]:
+    def score_all(self, naive_bayes: Any) -> list[Any]:
         """multinomial with the default model settings' options (top 150 per kind, length
         floor, distinct repeats) against the site-wide model."""
-        from app.domain.naive_bayes import multinomial
         from app.domain.tokenizer import token_kind
 
         totals = _totals(self.site)
         vocabulary = len(self.site.counts)
         return [
-            multinomial(
+            naive_bayes.multinomial(
                 evidence,
                 totals,
                 vocabulary=vocabulary,
@@ -163,9 +175,8 @@ class Workload:
             for evidence in self.site_evidence
         ]
 
-    def blend_all(self) -> list[tuple[list[Any], dict[str, Any]]]:
+    def blend_all(self, fallback: Any) -> list[tuple[list[Any], dict[str, Any]]]:
         """blend of a user's counts over the site-wide model: evidence and totals to score."""
-        from app.domain.fallback import blend
         from app.domain.tokenizer import token_kind
 
         own_totals, site_totals = _totals(self.own), _totals(self.site)
@@ -173,7 +184,7 @@ class Workload:
         blended = []
         for own, site in zip(self.own_evidence, self.site_evidence, strict=True):
             blended.append(
-                blend(
+                fallback.blend(
                     own=own,
                     own_totals=own_totals,
                     site=site,
@@ -187,10 +198,8 @@ class Workload:
             )
         return blended
 
-    def codec_all(self) -> list[dict[int, int]]:
-        from app.storage.codec import decode_bag, encode_bag
-
-        return [decode_bag(encode_bag(bag)) for bag in self.bags]
+    def codec_all(self, codec: Any) -> list[dict[int, int]]:
+        return [codec.decode_bag(codec.encode_bag(bag)) for bag in self.bags]
 
 
 def _learn(tokens: Sequence[Counter[str]], labels: Sequence[str]) -> Model:
@@ -225,19 +234,20 @@ def results(work: Workload) -> dict[str, Any]:
     compiled and the pure modules must agree on bit for bit."""
     from app.domain.naive_bayes import multinomial
 
-    parsed = work.parse_all()
+    modules = {name: importlib.import_module(name) for name in work.stages()}
+    parsed = work.parse_all(modules["app.domain.message"])
     blended = [
         multinomial(evidence, totals, vocabulary=0, alpha=0.0)
-        for evidence, totals in work.blend_all()
+        for evidence, totals in work.blend_all(modules["app.domain.fallback"])
     ]
     return {
         "digests": [p.digest for p in parsed],
         "parts": [len(p.parts) for p in parsed],
-        "tokens": [sorted(t.items()) for t in work.tokenize_all()],
-        "ids": work.ids_all(),
-        "scores": [_scored(s) for s in work.score_all()],
+        "tokens": [sorted(t.items()) for t in work.tokenize_all(modules["app.domain.tokenizer"])],
+        "ids": work.ids_all(modules["app.domain.token_ids"]),
+        "scores": [_scored(s) for s in work.score_all(modules["app.domain.naive_bayes"])],
         "blended": [_scored(s) for s in blended],
-        "bags": [sorted(bag.items()) for bag in work.codec_all()],
+        "bags": [sorted(bag.items()) for bag in work.codec_all(modules["app.storage.codec"])],
     }
 
 
