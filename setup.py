@@ -57,6 +57,8 @@ def pure_reason() -> str | None:
     """Why this build installs pure Python; None when it compiles."""
     if os.environ.get("SPAMFILTER_PURE", "").strip() not in ("", "0"):
         return "SPAMFILTER_PURE is set"
+    if not compiled_modules():
+        return "app/compiled.py names no module to compile"
     try:
         import mypyc.build  # noqa: F401
     except ImportError:
