@@ -126,10 +126,10 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 
     Looked up only when asked for: nothing happens at import.
     """
-    from app.compiled import build_kind
-
     if not value or ctx.resilient_parsing:
         return
+    from app.compiled import build_kind
+
     try:
         version = metadata.version("spamfilter")
     except metadata.PackageNotFoundError:
