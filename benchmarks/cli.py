@@ -69,7 +69,7 @@ class Size(click.ParamType[int, Any]):
 
 
 SKIPPABLE = ("http", "process", "bogofilter")
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2].parent / "shared/corpora/spamassassin"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared/corpora/spamassassin"
 
 
 @click.group()
@@ -392,3 +392,46 @@ def _compare_speed(path_a: Path, path_b: Path, as_json: bool) -> None:
         click.echo(json.dumps(compare_json(*docs), indent=1))
     else:
         click.echo(compare(*docs))
+
+
+@bench.command()
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder with ham/ and spam/ folders "
+    "(default: ../shared/corpora/spamassassin beside the project, if there).",
+)
+@click.option("--limit", type=click.IntRange(min=4), default=600, show_default=True)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="Timed passes over the messages per process; the best counts.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Rounds of processes (all pure, each module alone compiled, as built); the best counts.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def compiled(corpus: Path | None, limit: int, repeat: int, rounds: int, as_json: bool) -> None:
+    """What each module compiled by mypyc gains over its pure source, and a whole classify."""
+    from app.compiled import CANDIDATES, is_compiled
+    from benchmarks.compiled_bench import Plan, measure, table
+
+    folder = corpus or (DEFAULT_CORPUS if DEFAULT_CORPUS.is_dir() else None)
+    if folder is None:
+        raise fail("--corpus is required (no ../shared/corpora/spamassassin)", EXIT_USAGE)
+    built = [module for module in CANDIDATES if is_compiled(module)]
+    if not built:
+        raise fail(
+            "this build is pure Python: reinstall with a C compiler "
+            "(SPAMFILTER_COMPILE=candidates pip install -e . measures every candidate)",
+            EXIT_USAGE,
+        )
+    plan = Plan(folder, limit, repeat, rounds)
+    doc = measure(plan, built, lambda line: None if as_json else click.echo(line, err=True))
+    click.echo(json.dumps(doc, indent=1) if as_json else table(doc))

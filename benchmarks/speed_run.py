@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.compiled import build_kind
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.service.read_ahead import read_ahead, reading_processes
 from app.settings.loading import mask_url
@@ -141,7 +142,7 @@ def measured(plan: Plan, split: Split) -> dict[str, Any]:
         "bogofilter": "skipped" if "bogofilter" in plan.skip else "when installed",
         "cores": f"{os.cpu_count()} (usable {len(os.sched_getaffinity(0))})",
         "machine": f"{platform.machine()}, Python {platform.python_version()}, "
-        f"spamfilter {_version()}",
+        f"spamfilter {_version()} ({build_kind()})",
         # Why: the figures are wall times on a machine that may be shared; a load average
         # above the core count at the start means other work competed for the cores.
         "load average": " / ".join(f"{load:.2f}" for load in os.getloadavg()) + " (1/5/15 min)",

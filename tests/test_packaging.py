@@ -273,3 +273,11 @@ def test_the_pipe_filter_starts_without_analysis_packages(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: spamfilter-filter")
+
+
+def test_the_build_compiles_with_the_locked_mypy() -> None:
+    # setup.py compiles with the mypyc of [build-system]: the mypy that type-checks the code.
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        requires = [Requirement(spec) for spec in tomllib.load(file)["build-system"]["requires"]]
+    (mypy,) = [r for r in requires if canonicalize_name(r.name) == "mypy"]
+    assert exact_version(mypy) == lock(DEV_LOCK)["mypy"]

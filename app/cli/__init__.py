@@ -121,17 +121,20 @@ class _Commands(click.Group):
 
 
 def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    """``spamfilter 0.1.0``: the installed package's version ("unknown" when run uninstalled).
+    """``spamfilter 0.1.0 (compiled: mypyc)``: the installed package's version ("unknown" when
+    run uninstalled) and which build runs (``app.compiled.build_kind``).
 
     Looked up only when asked for: nothing happens at import.
     """
     if not value or ctx.resilient_parsing:
         return
+    from app.compiled import build_kind
+
     try:
         version = metadata.version("spamfilter")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    click.echo(f"spamfilter {version}")
+    click.echo(f"spamfilter {version} ({build_kind()})")
     ctx.exit()
 
 

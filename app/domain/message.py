@@ -14,7 +14,7 @@ import email.errors
 import email.header
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email import policy
 from email.message import Message
@@ -435,7 +435,7 @@ def header_text(message: Message, name: str, limit: int | None = None) -> str:
 
 def header_field(message: Message, name: str, limit: int | None = None) -> tuple[str, bool]:
     """``header_text`` of the field, and whether its value was longer than ``limit``."""
-    value = message.get(name)
+    value = field_value(message, name)
     if value is None:
         return "", False
     if isinstance(value, email.header.Header):
@@ -467,4 +467,13 @@ def decode_encoded_words(value: str) -> str:
 
 def header_values(message: Message, name: str) -> list[str]:
     """Every value of a repeatable header (Received, ...) as plain strings."""
-    return [str(v) for v in message.get_all(name, [])]
+    get_all: Callable[[str, list[object]], Iterable[object]] = message.get_all
+    return [str(v) for v in get_all(name, [])]
+
+
+def field_value(message: Message, name: str) -> object:
+    """The value of the field ``name``, or None: a str, or a Header for a value with 8-bit
+    bytes (typeshed says str; the compiled build checks a declared type, so the getter is
+    typed as what compat32 really returns)."""
+    get: Callable[[str], object] = message.get
+    return get(name)

@@ -21,6 +21,7 @@ from app.domain.html import html_text_and_urls
 from app.domain.message import (
     ParsedMessage,
     Part,
+    field_value,
     header_field,
     header_text,
     header_values,
@@ -363,6 +364,6 @@ def mime_tokens(parts: Iterable[Part]) -> Iterator[str]:
         )
         if isinstance(filename, str) and "." in filename:
             yield f"mime:ext:{filename.rsplit('.', 1)[1].lower()[:10]}"
-        encoding = part.get("content-transfer-encoding")
+        encoding = field_value(part, "content-transfer-encoding")
         if encoding:
             yield f"mime:encoding:{str(encoding).lower().strip()[:20]}"

@@ -8,13 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import cli
+from app.compiled import build_kind
 
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_is_the_installed_package_version(flag: str) -> None:
     result = CliRunner().invoke(cli, [flag])
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"spamfilter {metadata.version('spamfilter')}\n"
+    assert result.stdout == f"spamfilter {metadata.version('spamfilter')} ({build_kind()})\n"
 
 
 def test_version_needs_no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,4 +33,4 @@ def test_an_uninstalled_checkout_says_unknown(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(metadata, "version", missing)
     result = CliRunner().invoke(cli, ["-V"])
     assert result.exit_code == 0, result.output
-    assert result.stdout == "spamfilter unknown\n"
+    assert result.stdout == f"spamfilter unknown ({build_kind()})\n"
