@@ -164,7 +164,7 @@ class Workload:
         return [
             naive_bayes.multinomial(
                 evidence,
-                totals,
+                totals=totals,
                 vocabulary=vocabulary,
                 alpha=1.0,
                 top=150,
@@ -237,7 +237,7 @@ def results(work: Workload) -> dict[str, Any]:
     modules = {name: importlib.import_module(name) for name in work.stages()}
     parsed = work.parse_all(modules["app.domain.message"])
     blended = [
-        multinomial(evidence, totals, vocabulary=0, alpha=0.0)
+        multinomial(evidence, totals=totals, vocabulary=0, alpha=0.0)
         for evidence, totals in work.blend_all(modules["app.domain.fallback"])
     ]
     return {

@@ -14,7 +14,7 @@ config = context.config
 def run_migrations_online() -> None:
     engine = config.attributes.get("engine")
     if engine is None:
-        from app.settings import Settings
+        from app.settings.schema import Settings
 
         engine = make_engine(Settings().database_url)
     with engine.connect() as connection:
