@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from app.cli.bulk import Batches, Task, run_task
-from app.cli.context import CliState, build, pass_state, user_option
+from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state, user_option
 from app.cli.mailboxes import Found, find_messages
 from app.cli.progress import wanted
 from app.cli.verdicts import classification_json, classification_line, show_classification
-from app.domain.labels import LABELS
+from app.domain.labels import LABELS, parse_class
 
 if TYPE_CHECKING:
     from app.service import Analysed, SpamFilter
@@ -68,8 +68,8 @@ def _service(state: CliState, user: str | None) -> SpamFilter:
     "--label",
     "-l",
     required=True,
-    type=click.Choice(LABELS, case_sensitive=False),
-    help="The gold label of every message given.",
+    help=f"The class of every message given: {', '.join(LABELS)}, or another the site "
+    "declares (model.classes).",
 )
 @click.option(
     "--jobs",
@@ -94,6 +94,8 @@ def learn(
 ) -> None:
     """Learn messages as spam or ham (PATH: file, folder, Maildir, mbox, or - for stdin).
 
+    --label names the class: ham, spam, or another the site declares (model.classes).
+
     A Maildir is its cur/ and new/ only; --recursive adds its subfolders. Folders named
     junk, spam, trash, deleted or bin are skipped (with a line on stderr) unless named.
 
@@ -108,6 +110,12 @@ def learn(
     """
     from app.cli.ahead import ahead, processes_for
 
+    classes = state.settings.model.classes
+    try:
+        label = parse_class(label, classes)
+    except ValueError:
+        declared = ", ".join(repr(c) for c in classes)
+        raise fail(f"--label: {label!r} is not one of {declared}", EXIT_USAGE) from None
     found = _find(state, paths, recursive)
     service = _service(state, user)
 

@@ -63,7 +63,7 @@ def parse_class(value: str, classes: Sequence[str] = LABELS) -> str:
     ignored); ValueError naming the declared classes for anything else."""
     name = value.strip().lower()
     if name not in classes:
-        raise ValueError(f"unknown class {value!r}; expected one of {', '.join(classes)}")
+        raise ValueError(f"unknown label {value!r}; expected one of {', '.join(classes)}")
     return name
 
 

@@ -14,8 +14,15 @@ from dataclasses import dataclass, field
 
 from app.domain import fallback
 from app.domain import naive_bayes as nb
+from app.domain.classes import (
+    grouped_messages,
+    junk_log_odds,
+    junk_pair,
+    log_mass,
+    most_likely,
+    scorable,
+)
 from app.domain.decision import Decision, Thresholds, Verdict, decide
-from app.domain.labels import LABELS, Label
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -63,7 +70,7 @@ class Evaluation:
         ids = {name: tid for tid, name in self.names.items()}
         shown: dict[str, dict[str, int]] = {}
         for token in tokens:
-            per = dict.fromkeys(LABELS, 0)
+            per = dict.fromkeys(self.learned, 0)
             tid = ids.get(token)
             for counts in self.counts:
                 found = counts.get(tid, {}) if tid is not None else {}
@@ -71,10 +78,6 @@ class Evaluation:
                     per[label] = per.get(label, 0) + stats.messages
             shown[token] = per
         return shown
-
-
-def _spam_odds(scored: nb.Scored) -> float:
-    return scored.log_odds(Label.SPAM, Label.HAM)
 
 
 class Judge:
@@ -88,6 +91,8 @@ class Judge:
         self._ham_cutoff = settings.decision.ham_log_odds
         self.min_messages = settings.decision.min_messages
         self.cutoffs = CutOffs(settings)
+        self.classes = settings.model.classes
+        self.junk = settings.model.junk_classes
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
         """``raw`` read as ``form`` (see ``Reader.analyse``)."""
@@ -109,9 +114,10 @@ class Judge:
         site = self._fallback_totals(tx, models)
         learned = {
             label: totals.of(label).messages + (site.of(label).messages if site else 0)
-            for label in LABELS
+            for label in self.classes
         }
-        if not all(learned.values()):
+        classes = scorable(learned, self.classes, self.junk)
+        if classes is None:
             return Evaluation(None, learned)
         names = analysed.names()
         ids = list(names)
@@ -120,24 +126,36 @@ class Judge:
             site_counts = tx.counts(models.site, ids)
             own_evidence = self._evidence(analysed, names, own)
             site_evidence = self._evidence(analysed, names, site_counts)
-            scored = self._blended(own_evidence, totals, site_evidence, site)
+            scored = self._blended(own_evidence, totals, site_evidence, site, classes)
             if scored is not None:
-                if self._has_own_verdicts(totals):
+                mine_classes = self._own_verdict_classes(totals)
+                if mine_classes is not None:
                     # The site-wide model helps catch spam, but never condemns on its own what
                     # the user's own model calls ham: the lower of the two log-odds is served.
-                    mine = self._own_multinomial(own_evidence, totals)
-                    if _spam_odds(mine) < _spam_odds(scored):
+                    mine = self._own_multinomial(own_evidence, totals, mine_classes)
+                    if self.junk_odds(mine) < self.junk_odds(scored):
                         scored = mine
                 return Evaluation(scored, learned, names, (own, site_counts))
-        if not all(totals.of(label).messages for label in LABELS):
+        own_classes = scorable(
+            {label: totals.of(label).messages for label in self.classes}, self.classes, self.junk
+        )
+        if own_classes is None:
             return Evaluation(None, learned)
-        scored = self._score(tx, models.own, analysed, names, own, totals)
+        scored = self._score(tx, models.own, analysed, names, own, totals, own_classes)
         return Evaluation(scored, learned, names, (own,))
 
-    def _has_own_verdicts(self, totals: ModelTotals) -> bool:
-        """Whether a user's own model has learned enough of every label to give verdicts."""
+    def _own_verdict_classes(self, totals: ModelTotals) -> tuple[str, ...] | None:
+        """The classes a user's own model scores, when it has learned enough junk and
+        enough not-junk to give verdicts (``decide``); else None."""
+        learned = {label: totals.of(label).messages for label in self.classes}
         needed = max(self.min_messages, 1)
-        return all(totals.of(label).messages >= needed for label in LABELS)
+        if any(n < needed for n in grouped_messages(learned, self.junk).values()):
+            return None
+        return scorable(learned, self.classes, self.junk)
+
+    def junk_odds(self, scored: nb.Scored) -> float:
+        """The log-odds of junk against not-junk (``app.domain.classes``)."""
+        return junk_log_odds(scored.log_posteriors, self.junk)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
         """The site-wide totals a user's model falls back on; None without a fallback (a
@@ -178,6 +196,7 @@ class Judge:
         names: Mapping[int, str],
         counts: Mapping[int, Mapping[str, TokenStats]],
         totals: ModelTotals,
+        classes: tuple[str, ...],
     ) -> nb.Scored:
         model = self._settings.model
         if model.kind == "bernoulli":
@@ -185,16 +204,19 @@ class Judge:
                 nb.Evidence(names[tid], 1, {lb: s.messages for lb, s in per.items()})
                 for tid, per in counts.items()
             ]
-            messages = {lb: totals.labels[lb].messages for lb in LABELS}
+            messages = {lb: totals.labels[lb].messages for lb in classes}
             return nb.bernoulli(evidence, tx.all_message_counts(scope), messages, model.alpha)
-        return self._own_multinomial(self._evidence(analysed, names, counts), totals)
+        return self._own_multinomial(self._evidence(analysed, names, counts), totals, classes)
 
-    def _own_multinomial(self, evidence: list[nb.Evidence], totals: ModelTotals) -> nb.Scored:
-        """The multinomial score of ``evidence`` against one model's own totals."""
+    def _own_multinomial(
+        self, evidence: list[nb.Evidence], totals: ModelTotals, classes: tuple[str, ...]
+    ) -> nb.Scored:
+        """The multinomial score of ``evidence`` against one model's own totals, over
+        ``classes``."""
         model = self._settings.model
         return self._multinomial(
             evidence,
-            self._class_totals(totals),
+            self._class_totals(totals, classes),
             totals.vocabulary,
             model.alpha,
             model.distinct_min_messages or None,
@@ -206,16 +228,18 @@ class Judge:
         own_totals: ModelTotals,
         site: list[nb.Evidence],
         site_model: ModelTotals,
+        classes: tuple[str, ...],
     ) -> nb.Scored | None:
-        """A user's multinomial score with the site-wide model as prior (``fallback``); None
-        where there is no prior to blend (a site-wide label without tokens)."""
+        """A user's multinomial score over ``classes`` with the site-wide model as prior
+        (``fallback``); None where there is no prior to blend (a site-wide label without
+        tokens)."""
         model = self._settings.model
-        site_totals = self._class_totals(site_model)
+        site_totals = self._class_totals(site_model, classes)
         if not all(t.tokens > 0 for t in site_totals.values()):
             return None
         evidence, class_totals = fallback.blend(
             own,
-            self._class_totals(own_totals),
+            self._class_totals(own_totals, classes),
             site,
             site_totals,
             site_model.vocabulary,
@@ -250,14 +274,16 @@ class Judge:
                 evidence.append(nb.Evidence(name, 1 if presence else tokens[name], learned))
         return evidence
 
-    def _class_totals(self, totals: ModelTotals) -> dict[str, nb.ClassTotals]:
+    def _class_totals(
+        self, totals: ModelTotals, classes: tuple[str, ...]
+    ) -> dict[str, nb.ClassTotals]:
         presence = self._settings.model.counting == "presence"
         return {
             lb: nb.ClassTotals(
                 totals.of(lb).messages,
                 totals.of(lb).token_messages if presence else totals.of(lb).occurrences,
             )
-            for lb in LABELS
+            for lb in classes
         }
 
     def _multinomial(
@@ -279,20 +305,24 @@ class Judge:
     ) -> Classification:
         scored, learned = judged.scored, judged.learned
         if scored is None:
-            uniform = -math.log(len(LABELS))
-            posteriors = {label: uniform for label in LABELS}
+            uniform = -math.log(len(self.classes))
+            posteriors = {label: uniform for label in self.classes}
             log_odds, found = 0.0, []
         else:
             posteriors = scored.log_posteriors
-            log_odds = scored.log_odds(Label.SPAM, Label.HAM)
-            found = nb.clues(scored, Label.SPAM, Label.HAM, self._settings.model.clues)
+            log_odds = junk_log_odds(posteriors, self.junk)
+            # The clues weigh the likeliest junk class against the likeliest other one
+            # (spam against ham, when those are the classes).
+            positive, negative = junk_pair(posteriors, self.junk)
+            found = nb.clues(scored, positive, negative, self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
-        decision: Decision = decide(log_odds, learned, thresholds)
+        decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
-            spam_probability=nb.probability(posteriors[Label.SPAM]),
+            spam_probability=nb.probability(log_mass(posteriors, self.junk)),
             log_odds=log_odds,
+            class_name=most_likely(posteriors),
             log_posteriors=posteriors,
             clues=found,
             clue_counts=judged.counts_of(clue.token for clue in found),

@@ -4,7 +4,7 @@ UTF-8 text, one record a line, fields separated by one TAB, lines ended by LF. T
 field names the record::
 
     spamfilter-export  3                      the header: always the first line; the version
-    labels  ham  spam                         the labels, in the order token records give them
+    labels  ham  spam  ...                    the classes, in the order token records give them
     scope   site | user:<name>                starts a model; the records below belong to it
     total   LABEL  MESSAGES  OCCURRENCES  TOKEN_MESSAGES
     hamscore  BIN  COUNT                      the model's ham scores (app.domain.cutoff)
@@ -33,6 +33,10 @@ field names the record::
   bins of the log-odds, see ``app.domain.cutoff``) before learning them; bins with a count
   only, by ascending bin, after the ``total`` records. ``HAM_BIN`` of a ``learned`` record is
   the bin that message's score went to, or ``-``.
+- ``labels`` names the exporting site's classes (``model.classes``): ham and spam, then any
+  it declares. A file imports into a site that declares every class it names, whatever
+  their order there (counts go by name); one naming a class the site lacks is refused,
+  naming it, before anything is written.
 - Versions 1 and 2 are read too. Version 2 is laid out as version 3, but releases before
   version 3 wrote each bag as stored, so a bag may name ids its model's ``token`` records
   do not hold (expiry deleted them): a reader leaves those ids out of the bag, as ``export``
@@ -173,10 +177,11 @@ class Writer:
 
     out: TextSink
     counts: Counts = field(default_factory=Counts)
+    classes: tuple[str, ...] = LABELS
 
     def header(self) -> None:
-        """The version header and the ``labels`` record."""
-        self.out.write(f"{MAGIC}\t{VERSION}\nlabels\t{chr(9).join(LABELS)}\n")
+        """The version header and the ``labels`` record (the classes, in ``token`` order)."""
+        self.out.write(f"{MAGIC}\t{VERSION}\nlabels\t{chr(9).join(self.classes)}\n")
 
     def scope(self, user: str | None) -> None:
         """Start the model of ``user`` (None: the site-wide model)."""
@@ -234,14 +239,17 @@ def stored_bag(record: Learned) -> dict[int, int]:
         ) from None
 
 
-def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
+def read_records(
+    lines: Iterable[str], classes: Sequence[str] = LABELS
+) -> Iterator[tuple[int, Record]]:
     """The records of a file, with their line numbers, checked as they are read.
 
     InvalidDataFile, naming the line, for a wrong header or version, an unknown record or
-    label, a malformed, negative or too large number, a line or bag too long, records out of
-    order, anything after ``end``, or a file that ends without it (truncated).
+    label (one not among ``classes``, the reading site's), a malformed, negative or too large
+    number, a line or bag too long, records out of order, anything after ``end``, or a file
+    that ends without it (truncated).
     """
-    reader = _Reader()
+    reader = _Reader(tuple(classes))
     number = 0
     for number, line in enumerate(lines, start=1):
         if len(line) > MAX_LINE:
@@ -258,7 +266,8 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
 class _Reader:
     """The state of one file being read: what came before decides what may come next."""
 
-    def __init__(self) -> None:
+    def __init__(self, classes: tuple[str, ...]) -> None:
+        self.classes = classes
         self.labels: tuple[str, ...] | None = None
         self.counts = Counts()
         self.ended = False
@@ -316,8 +325,7 @@ class _Reader:
         if self.labels is not None:
             raise _bad(number, "a second 'labels' record")
         for label in values:
-            if label not in LABELS:
-                raise _bad(number, f"unknown label {label!r}; expected {', '.join(LABELS)}")
+            self._label(number, label)
         if not values or len(set(values)) != len(values):
             raise _bad(number, "the 'labels' record must name each label once")
         self.labels = tuple(values)
@@ -426,8 +434,13 @@ class _Reader:
         return Learned(digest, label, learned_at, encode_bag(tokens), len(tokens), ham_bin)
 
     def _label(self, number: int, value: str) -> str:
-        if value not in LABELS:
-            raise _bad(number, f"unknown label {value!r}; expected {', '.join(LABELS)}")
+        if value not in self.classes or (self.labels is not None and value not in self.labels):
+            known = self.classes if self.labels is None else self.labels
+            raise _bad(
+                number,
+                f"unknown label {value!r}; expected {', '.join(known)} (a class the file "
+                "names must be one of this site's classes, model.classes)",
+            )
         return value
 
     def _end(self, number: int, values: list[str]) -> None:
