@@ -181,3 +181,29 @@ def test_parse_class_names_the_declared_classes() -> None:
     assert parse_class(" Newsletter ", ("ham", "spam", "newsletter")) == "newsletter"
     with pytest.raises(ValueError, match="expected one of ham, spam, newsletter"):
         parse_class("receipt", ("ham", "spam", "newsletter"))
+
+
+@given(st.integers(0, 2**32), st.sampled_from([1.0, 0.5, 0.01]), st.sampled_from([3, 5, 10]))
+def test_many_class_contributions_are_the_term_by_term_values_exactly(
+    seed: int, alpha: float, n_classes: int
+) -> None:
+    """Each token's contribution to each class is n · (log(count + α) − log(T_c + α|V|)),
+    to the last bit, whether the token has a count in the class or not."""
+    rng = random.Random(seed)
+    labels = [f"c{i}" for i in range(n_classes)]
+    vocabulary = rng.randint(5, 400)
+    totals = {c: ClassTotals(rng.randint(1, 99), rng.randint(0, 5_000)) for c in labels}
+    evidence = [
+        Evidence(
+            f"t{j}",
+            rng.randint(1, 3),
+            {c: rng.randint(1, 40) for c in labels if rng.random() < 0.3},
+        )
+        for j in range(rng.randint(1, 40))
+    ]
+    scored = multinomial(evidence, totals, vocabulary, alpha)
+    for item in evidence:
+        for c in labels:
+            d = totals[c].tokens + alpha * vocabulary
+            expected = item.in_message * (log(item.counts.get(c, 0) + alpha) - log(d))
+            assert scored.contributions[item.token][c] == expected

@@ -72,3 +72,26 @@ def test_dropping_a_class_gives_back_the_migrated_schema(engine: sa.Engine) -> N
         assert tx.drop_class("newsletter") == 0
         assert tx.drop_class("phishing") == 0
     assert schema_differences(engine) == []
+
+
+def test_expiry_takes_a_declared_class_s_counts_out_of_its_totals(engine: sa.Engine) -> None:
+    store = Store(engine, 0, WIDER)
+    store.prepare_classes()
+    with store.transaction(write=True) as tx:
+        tx.add("s", "phishing", {1: 1, 2: 5}, vocabulary=True)
+        tx.add("s", "newsletter", {2: 1, 3: 4}, vocabulary=True)
+    with store.transaction(write=True) as tx:
+        # Two rows over the cap of one: the rarest go first (token 1, then token 3).
+        report = tx.expiry().expire("s", 0, 0, 1, dry_run=False)
+        assert report.by_size == 2
+    with store.transaction(write=False) as tx:
+        totals = tx.totals("s")
+        assert totals.vocabulary == 1
+        assert (totals.of("phishing").occurrences, totals.of("phishing").token_messages) == (5, 1)
+        assert (totals.of("newsletter").occurrences, totals.of("newsletter").token_messages) == (
+            1,
+            1,
+        )
+        assert {tid: dict(per) for tid, per in tx.counts("s", [1, 2, 3]).items()} == {
+            2: {"phishing": TokenStats(5, 1), "newsletter": TokenStats(1, 1)}
+        }
