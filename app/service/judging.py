@@ -106,10 +106,10 @@ class Judge:
         return self._classification(analysed, judged, spam_cut)
 
     def evaluate(self, tx: Transaction, models: Models, analysed: Analysed) -> Evaluation:
-        """The model's scores for ``analysed`` (None until every label has a message), the
-        learned messages per label and the learned counts of the message's tokens (a user's
-        and the site-wide ones together, when a user's model falls back on the site-wide
-        one)."""
+        """The model's scores for ``analysed`` over the classes that have learned a message
+        (None until a junk and a not-junk class have), the learned messages per class and
+        the learned counts of the message's tokens (a user's and the site-wide ones together,
+        when a user's model falls back on the site-wide one)."""
         totals = tx.totals(models.own)
         site = self._fallback_totals(tx, models)
         learned = {
