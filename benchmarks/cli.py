@@ -420,9 +420,12 @@ def classes_command(
     costs = run_classes(
         corpus, state.settings, counts or (2, 10), rounds, limit, lambda s: click.echo(s, err=True)
     )
-    click.echo(f"{'classes':>8}{'ms/classify':>14}{'vs first':>10}{'database':>14}")
+    click.echo(f"{'classes':>8}{'ms/classify':>14}{'vs first':>10}{'database':>14}{'learned':>10}")
     for cost in costs:
         ratio = cost.ms_per_classify / costs[0].ms_per_classify
         size = f"{cost.database_bytes / 2**20:.1f} MiB"
-        click.echo(f"{cost.classes:>8}{cost.ms_per_classify:>14.3f}{ratio:>9.2f}x{size:>14}")
-    click.echo(f"learned {costs[0].learned:,}, classified {costs[0].classified:,} each round")
+        click.echo(
+            f"{cost.classes:>8}{cost.ms_per_classify:>14.3f}{ratio:>9.2f}x{size:>14}"
+            f"{cost.learned:>10,}"
+        )
+    click.echo(f"classified {costs[0].classified:,} messages each round")

@@ -34,11 +34,15 @@ def test_the_command_prints_a_row_per_site(clean_environment: None, tmp_path: Pa
         cli,
         ["bench", "classes", "--corpus", str(corpus), "--classes", "2", "--classes", "4",
          "--rounds", "1"],
-        env={"SPAMFILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}"},
+        env={
+            "SPAMFILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+            "SPAMFILTER_TRAINING_MODE": "everything",
+        },
         catch_exceptions=False,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = [line.split() for line in result.stdout.splitlines()[1:3]]
     assert [row[0] for row in rows] == ["2", "4"]
     assert rows[0][2] == "1.00x"
-    assert "learned 12, classified 12 each round" in result.stdout
+    assert [row[-1] for row in rows] == ["12", "12"]  # every message (training_mode: everything)
+    assert "classified 12 messages each round" in result.stdout
