@@ -147,7 +147,16 @@ def migrate_database(settings: Settings) -> str:
         if warning is not None:
             log.warning("%s", warning)
         upgrade(engine)
-        Store(engine, 0, settings.model.classes).prepare_classes()
+        store = Store(engine, 0, settings.model.classes)
+        store.prepare_classes()
+        for name, messages in store.undeclared_classes().items():
+            log.warning(
+                "the database holds %d learned messages of class %s, which model.classes "
+                "does not declare: declare it again, or run 'spamfilter classes remove %s'",
+                messages,
+                name,
+                name,
+            )
         return head_revision()
     finally:
         engine.dispose()

@@ -28,11 +28,18 @@ def list_classes(state: CliState) -> None:
     from app.cli.context import build
 
     model = state.settings.model
-    stats = build(state.settings).stats()
+    service = build(state.settings)
+    stats = service.stats()
     click.echo(f"{'class':<16}{'junk':<6}{'messages':>12}")
     for name in model.classes:
         junk = "yes" if name in model.junk_classes else "no"
         click.echo(f"{name:<16}{junk:<6}{stats.labels[name].messages:>12,}")
+    for name, messages in service.undeclared_classes().items():
+        click.echo(
+            f"the database holds {messages:,} learned messages of class {name}, which is not "
+            f"declared: declare it again, or run 'spamfilter classes remove {name}'",
+            err=True,
+        )
 
 
 @classes_group.command("rename")

@@ -187,6 +187,11 @@ class SpamFilter:
             watch.answer(result.outcome.value)
         return result
 
+    def undeclared_classes(self) -> dict[str, int]:
+        """Classes the database holds learned messages of (over every model) that
+        ``model.classes`` does not declare, with their messages."""
+        return self._store.undeclared_classes()
+
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
         return self._judge.mail_report(result)

@@ -79,6 +79,16 @@ def _add_columns(conn: Connection, label: str) -> None:
             )
 
 
+def stored_classes(conn: Connection) -> dict[str, int]:
+    """Every class with learned messages in some model, and its messages over all models."""
+    query = (
+        select(label_total.c.label, func.sum(label_total.c.messages))
+        .group_by(label_total.c.label)
+        .having(func.sum(label_total.c.messages) > 0)
+    )
+    return {str(label): int(n) for label, n in conn.execute(query)}
+
+
 @dataclass(frozen=True, slots=True)
 class ClassHoldings:
     """What the database holds of one class: learned messages (records), the messages in

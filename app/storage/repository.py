@@ -284,6 +284,10 @@ class Transaction:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
         self._writes.subtract(scope, label, bag, vocabulary)
 
+    def stored_classes(self) -> dict[str, int]:
+        """Every class with learned messages in some model, with its messages over all."""
+        return class_columns.stored_classes(self._conn)
+
     def class_holdings(self, label: str) -> ClassHoldings:
         """What the database holds of class ``label``, over every model."""
         return class_columns.holdings(self._conn, label)

@@ -130,6 +130,14 @@ class Store:
 
         return prepare(self._engine, self._layout.classes)
 
+    def undeclared_classes(self) -> dict[str, int]:
+        """Classes the database holds learned messages of that are not the store's, with
+        their messages over every model: left behind when a class stopped being declared
+        without 'spamfilter classes remove'."""
+        with self.transaction(write=False) as tx:
+            held = tx.stored_classes()
+        return {name: n for name, n in held.items() if name not in self._layout.classes}
+
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None when never migrated)."""
         with self.transaction(write=False) as tx:

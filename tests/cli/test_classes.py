@@ -152,3 +152,18 @@ def test_renaming_onto_a_class_that_holds_messages_is_refused(
     result = run("classes", "rename", "newsletter", "bulletin")
     assert result.exit_code == 2
     assert "classes remove newsletter --into bulletin" in result.stderr
+
+
+def test_a_class_no_longer_declared_is_named_until_removed(
+    run: Run, declared: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learn(run, tmp_path, "newsletter", newsletters(2))
+    monkeypatch.delenv("SPAMFILTER_MODEL__CLASSES")
+    listed = run("classes", "list")
+    assert listed.exit_code == 0, listed.output
+    assert "2 learned messages of class newsletter, which is not declared" in listed.stderr
+    removed = run("classes", "remove", "newsletter")
+    assert removed.exit_code == 0, removed.output
+    assert "2 learned messages forgotten" in removed.stdout
+    assert "not declared" not in run("classes", "list").stderr
+    assert_consistent(declared)
