@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.domain.labels import JUNK, LABELS, check_classes
@@ -103,6 +103,12 @@ class ModelSettings(BaseModel):
         if isinstance(value, list | tuple):
             return tuple(str(v).strip().lower() for v in value if str(v).strip())
         return value
+
+    @field_serializer("classes", "junk_classes")
+    def _dump_classes(self, value: tuple[str, ...]) -> list[str]:
+        # Dumped as a list, as the other list settings are: what a TOML file or a
+        # comma-separated variable gives back.
+        return list(value)
 
     @model_validator(mode="after")
     def _check_classes(self) -> ModelSettings:
