@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from app.cli.bulk import Batches, Task, run_task
-from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state, user_option
+from app.cli.context import CliState, build, pass_state, user_option
 from app.cli.mailboxes import Found, find_messages
 from app.cli.progress import wanted
 from app.cli.verdicts import classification_json, classification_line, show_classification
@@ -63,11 +63,23 @@ def _service(state: CliState, user: str | None) -> SpamFilter:
     return service
 
 
+def _declared_class(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """``--label``: one of the declared classes (``model.classes``), in lower case."""
+    state = ctx.find_object(CliState)
+    classes = LABELS if state is None else state.settings.model.classes
+    try:
+        return parse_class(value, classes)
+    except ValueError:
+        declared = ", ".join(repr(c) for c in classes)
+        raise click.BadParameter(f"{value!r} is not one of {declared}.") from None
+
+
 @click.command()
 @click.option(
     "--label",
     "-l",
     required=True,
+    callback=_declared_class,
     help=f"The class of every message given: {', '.join(LABELS)}, or another the site "
     "declares (model.classes).",
 )
@@ -110,12 +122,6 @@ def learn(
     """
     from app.cli.ahead import ahead, processes_for
 
-    classes = state.settings.model.classes
-    try:
-        label = parse_class(label, classes)
-    except ValueError:
-        declared = ", ".join(repr(c) for c in classes)
-        raise fail(f"--label: {label!r} is not one of {declared}", EXIT_USAGE) from None
     found = _find(state, paths, recursive)
     service = _service(state, user)
 
