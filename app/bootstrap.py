@@ -18,6 +18,8 @@ from app.storage.store import Store
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from app.service.classes import ClassAdmin
+
 log = logging.getLogger(__name__)
 
 DAEMONS = frozenset({"http", "spamd", "milter"})
@@ -57,7 +59,11 @@ def build_service(
             keep_tokens=console.keep_tokens_hours > 0,
         )
         chosen.append(recorder)
-    service = SpamFilter(Store(engine, settings.cache_tokens), settings, chosen, adapter)
+    store = Store(engine, settings.cache_tokens, settings.model.classes)
+    # A declared class's count columns, added when first declared (nothing for ham and spam
+    # alone: a site that declares no class reads nothing more at start-up).
+    store.prepare_classes()
+    service = SpamFilter(store, settings, chosen, adapter)
     if recorder is not None:
         recorder.start()
     return service
@@ -139,6 +145,37 @@ def migrate_database(settings: Settings) -> str:
         if warning is not None:
             log.warning("%s", warning)
         upgrade(engine)
+        store = Store(engine, 0, settings.model.classes)
+        store.prepare_classes()
+        for name, messages in store.undeclared_classes().items():
+            log.warning(
+                "the database holds %d learned messages of class %s, which model.classes "
+                "does not declare: declare it again, or run 'spamfilter classes remove %s'",
+                messages,
+                name,
+                name,
+            )
         return head_revision()
     finally:
         engine.dispose()
+
+
+def build_class_admin(settings: Settings, name: str) -> ClassAdmin:
+    """The class changes of ``spamfilter classes`` on the configured database, migrated
+    first, over the declared classes and ``name`` (a class being renamed or removed may
+    be declared no more). Its columns are never added for it: only what is stored changes."""
+    from app.service.classes import ClassAdmin
+    from app.storage.migrate import upgrade
+
+    engine = make_engine(settings.database_url)
+    require_writable(engine)
+    upgrade(engine)
+    declared = settings.model.classes
+    store = Store(engine, 0, declared)
+    store.prepare_classes()
+    if name not in declared:
+        with store.transaction(write=False) as tx:
+            held = tx.class_holdings(name)
+        if held.columns:
+            store = Store(engine, 0, (*declared, name))
+    return ClassAdmin(store, declared)

@@ -435,3 +435,40 @@ def compiled(corpus: Path | None, limit: int, repeat: int, rounds: int, as_json:
     plan = Plan(folder, limit, repeat, rounds)
     doc = measure(plan, built, lambda line: None if as_json else click.echo(line, err=True))
     click.echo(json.dumps(doc, indent=1) if as_json else table(doc))
+
+
+@bench.command("classes")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="Folder with an index file, or ham/ and spam/ folders.",
+)
+@click.option(
+    "--classes",
+    "counts",
+    type=click.IntRange(2, 20),
+    multiple=True,
+    help="Sites with this many classes (repeatable; default: 2 and 10).",
+)
+@click.option("--rounds", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option("--limit", type=click.IntRange(min=2), help="Only the first N messages.")
+@pass_state
+def classes_command(
+    state: CliState, corpus: Path, counts: tuple[int, ...], rounds: int, limit: int | None
+) -> None:
+    """What declaring more classes costs a classification (SQLite, back to back)."""
+    from benchmarks.classes_bench import run as run_classes
+
+    costs = run_classes(
+        corpus, state.settings, counts or (2, 10), rounds, limit, lambda s: click.echo(s, err=True)
+    )
+    click.echo(f"{'classes':>8}{'ms/classify':>14}{'vs first':>10}{'database':>14}{'learned':>10}")
+    for cost in costs:
+        ratio = cost.ms_per_classify / costs[0].ms_per_classify
+        size = f"{cost.database_bytes / 2**20:.1f} MiB"
+        click.echo(
+            f"{cost.classes:>8}{cost.ms_per_classify:>14.3f}{ratio:>9.2f}x{size:>14}"
+            f"{cost.learned:>10,}"
+        )
+    click.echo(f"classified {costs[0].classified:,} messages each round")

@@ -159,3 +159,32 @@ def test_tell_from_takes_addresses_and_networks_from_the_environment_or_a_file(
     assert load_settings(from_file, home).spamd.tell_from == ["192.0.2.0/24"]
     with pytest.raises(ConfigurationProblems, match="tell_from"):
         load_settings(None, {**home, "SPAMFILTER_SPAMD__TELL_FROM": "not-an-address"})
+
+
+def test_classes_come_from_the_environment_or_a_file_and_are_checked(
+    tmp_path: Path, home: dict[str, str]
+) -> None:
+    defaults = load_settings(None, home).model
+    assert (defaults.classes, defaults.junk_classes) == (("ham", "spam"), ("spam",))
+    environ = {
+        **home,
+        "SPAMFILTER_MODEL__CLASSES": "ham, spam,Newsletter,phishing",
+        "SPAMFILTER_MODEL__JUNK_CLASSES": "spam,phishing",
+    }
+    model = load_settings(None, environ).model
+    assert model.classes == ("ham", "spam", "newsletter", "phishing")
+    assert model.junk_classes == ("spam", "phishing")
+    as_list = write(
+        tmp_path / "a.toml",
+        '[model]\nclasses = ["ham", "newsletter", "spam"]\njunk_classes = ["spam"]\n',
+    )
+    assert load_settings(as_list, home).model.classes == ("ham", "newsletter", "spam")
+    as_text = write(tmp_path / "b.toml", '[model]\nclasses = "ham,spam,receipt"\n')
+    assert load_settings(as_text, home).model.classes == ("ham", "spam", "receipt")
+    for variable, value, problem in (
+        ("SPAMFILTER_MODEL__CLASSES", "ham,newsletter", "must include ham and spam"),
+        ("SPAMFILTER_MODEL__JUNK_CLASSES", "spam,phishing", "not among the classes: phishing"),
+        ("SPAMFILTER_MODEL__CLASSES", "ham,spam,news letter", "class name 'news letter'"),
+    ):
+        with pytest.raises(ConfigurationProblems, match=problem):
+            load_settings(None, {**home, variable: value})

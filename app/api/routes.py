@@ -40,9 +40,10 @@ router = APIRouter()
 LabelQuery = Annotated[
     str,
     Query(
-        description=f"What the message is: one of {', '.join(LABELS)}.",
+        description=f"What the message is: one of the site's classes (`model.classes`): "
+        f"{', '.join(LABELS)} unless it declares more. Another is a 422 (invalid_label) "
+        "that names them.",
         examples=["spam"],
-        json_schema_extra={"enum": list(LABELS)},
     ),
 ]
 
@@ -212,6 +213,7 @@ def render_classification(result: Classification) -> ClassifyResponse:
             "spam_probability": result.spam_probability,
             "log_odds": result.log_odds,
             "spam_cutoff": result.spam_cutoff,
+            "class": result.class_name,
             "log_posteriors": dict(result.log_posteriors),
             "clues": [ClueResponse(token=c.token, weight=c.weight) for c in result.clues],
             "digest": result.digest,

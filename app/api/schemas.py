@@ -103,6 +103,7 @@ class ClassifyResponse(BaseModel):
                     "spam_probability": 0.0231,
                     "log_odds": -3.744,
                     "spam_cutoff": 10.0,
+                    "class": "ham",
                     "log_posteriors": {"ham": -0.0234, "spam": -3.7676},
                     "clues": [{"token": "subject:lunch", "weight": -1.92}],
                     "digest": DIGEST_EXAMPLE,
@@ -130,13 +131,26 @@ class ClassifyResponse(BaseModel):
     )
 
     verdict: Literal["ham", "unsure", "spam"]
-    spam_probability: float = Field(description="P(spam | message), in [0, 1]; saturates")
-    log_odds: float = Field(description="log P(spam|x) - log P(ham|x), nats")
+    spam_probability: float = Field(
+        description="P(junk | message), in [0, 1]; saturates (P(spam | message) unless the "
+        "site declares further junk classes)"
+    )
+    log_odds: float = Field(
+        description="log P(junk|x) - log P(not junk|x), nats: log P(spam|x) - log P(ham|x) "
+        "unless the site declares further classes (model.classes, model.junk_classes)"
+    )
     spam_cutoff: float = Field(
         description="the log-odds above which the verdict is spam: calibrated on the ham "
         "this model has scored, or the configured one"
     )
-    log_posteriors: dict[str, float] = Field(description="log P(label|x) per label, nats")
+    class_name: str = Field(
+        alias="class",
+        description="the most likely class: ham or spam, or another the site declares",
+    )
+    log_posteriors: dict[str, float] = Field(
+        description="log P(class|x) per class, nats; a class that has learned no message "
+        "is left out"
+    )
     clues: list[ClueResponse] = Field(description="tokens that moved the score most")
     digest: str = Field(description="hex SHA-256 of the normalised message")
     reason: str | None = Field(

@@ -1,5 +1,5 @@
-"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, user, eval,
-expire, db, export, import, backup.
+"""The ``spamfilter`` command line: serve, learn, classify, forget, stats, user, classes,
+eval, expire, db, export, import, backup.
 
 Settings are built once here by ``app.settings.loading.load_settings`` (the TOML file chosen by
 ``--config``, the ``SPAMFILTER_*`` environment on top of it, ``--database-url`` on top of
@@ -38,6 +38,9 @@ class _Lazy(NamedTuple):
 LAZY_COMMANDS: dict[str, _Lazy] = {
     "backup": _Lazy("app.cli.data", "backup", "Copy the live SQLite database to PATH,..."),
     "bench": _Lazy("benchmarks.cli", "bench", "Benchmarks of the real service path."),
+    "classes": _Lazy(
+        "app.cli.classes", "classes_group", "The classes messages are learned as: list,..."
+    ),
     "classify": _Lazy("app.cli.messages", "classify", "Print a verdict per message: verdict,..."),
     "config": _Lazy("app.cli.config", "config_group", "Show or check the settings (TOML file,..."),
     "eval": _Lazy("app.cli.evaluate", "evaluate", "Run the service over a corpus: online..."),

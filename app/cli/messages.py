@@ -19,7 +19,7 @@ from app.cli.context import CliState, build, pass_state, user_option
 from app.cli.mailboxes import Found, find_messages
 from app.cli.progress import wanted
 from app.cli.verdicts import classification_json, classification_line, show_classification
-from app.domain.labels import LABELS
+from app.domain.labels import LABELS, parse_class
 
 if TYPE_CHECKING:
     from app.service import Analysed, SpamFilter
@@ -63,13 +63,25 @@ def _service(state: CliState, user: str | None) -> SpamFilter:
     return service
 
 
+def _declared_class(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """``--label``: one of the declared classes (``model.classes``), in lower case."""
+    state = ctx.find_object(CliState)
+    classes = LABELS if state is None else state.settings.model.classes
+    try:
+        return parse_class(value, classes)
+    except ValueError:
+        declared = ", ".join(repr(c) for c in classes)
+        raise click.BadParameter(f"{value!r} is not one of {declared}.") from None
+
+
 @click.command()
 @click.option(
     "--label",
     "-l",
     required=True,
-    type=click.Choice(LABELS, case_sensitive=False),
-    help="The gold label of every message given.",
+    callback=_declared_class,
+    help=f"The class of every message given: {', '.join(LABELS)}, or another the site "
+    "declares (model.classes).",
 )
 @click.option(
     "--jobs",
@@ -93,6 +105,8 @@ def learn(
     paths: tuple[str, ...],
 ) -> None:
     """Learn messages as spam or ham (PATH: file, folder, Maildir, mbox, or - for stdin).
+
+    --label names the class: ham, spam, or another the site declares (model.classes).
 
     A Maildir is its cur/ and new/ only; --recursive adds its subfolders. Folders named
     junk, spam, trash, deleted or bin are skipped (with a line on stderr) unless named.

@@ -32,9 +32,10 @@ def stats(state: CliState, as_json: bool, user: str | None) -> None:
     click.echo(f"scope       {doc['scope']}")
     if doc["user"] is not None:
         click.echo(f"user        {doc['user']}")
-    click.echo(f"{'label':<8}{'messages':>12}{'tokens':>14}")
+    width = max(8, *(len(name) + 1 for name in doc["labels"]))
+    click.echo(f"{'label':<{width}}{'messages':>12}{'tokens':>14}")
     for name, counts in doc["labels"].items():
-        click.echo(f"{name:<8}{counts['messages']:>12,}{counts['tokens']:>14,}")
+        click.echo(f"{name:<{width}}{counts['messages']:>12,}{counts['tokens']:>14,}")
     click.echo(f"vocabulary  {doc['vocabulary']:,} distinct tokens")
     click.echo(
         f"spam above  {doc['spam_cutoff']:g} nats of log-odds "

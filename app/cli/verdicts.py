@@ -14,7 +14,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from app.domain.labels import LABELS
 from app.service import Classification
 from app.settings.schema import Settings
 
@@ -47,6 +46,7 @@ def classification_json(name: str, result: Classification, settings: Settings) -
         "reason": None if result.reason is None else result.reason.value,
         "log_odds": result.log_odds,
         "spam_probability": result.spam_probability,
+        "class": result.class_name,
         "log_posteriors": result.log_posteriors,
         "score": mail.score,
         "required": mail.required,
@@ -94,7 +94,8 @@ def show_classification(name: str, result: Classification, settings: Settings) -
         return
     table = Table(title="clues (weight: nats towards spam)", title_justify="left")
     table.add_column("token", overflow="fold")
-    for label in LABELS:
+    labels = list(settings.model.classes)
+    for label in labels:
         table.add_column(label, justify="right")
     table.add_column("weight", justify="right")
     for clue in result.clues:
@@ -102,7 +103,7 @@ def show_classification(name: str, result: Classification, settings: Settings) -
         style = "red" if clue.weight > 0 else "green"
         table.add_row(
             clue.token,
-            *(str(counts.get(label, 0)) for label in LABELS),
+            *(str(counts.get(label, 0)) for label in labels),
             f"[{style}]{clue.weight:+.3f}[/{style}]",
         )
     console.print(table)

@@ -12,13 +12,18 @@ the total is T_c. The Bernoulli model reads presence evidence and the label's me
 
 A user's score (``score_user``), with the site-wide model as prior: the blend of
 ``fallback``; and once the user's own model gives verdicts of its own (``gives_verdicts``),
-the lower of the two log-odds(spam : ham), L, is served (``overrule``):
+the lower of the two log-odds of junk against not-junk, L (``classes.junk_log_odds``;
+log-odds(spam : ham) with the two default classes), is served (``overrule``):
 
     served = own    if L(own) < L(blend)
              blend  otherwise
 
 so the site-wide model helps catch spam but never condemns on its own what the user's own
 mail calls ham.
+
+A model scores the declared classes it has learned a message of (``classes.scorable``): a
+class that has learned nothing has prior 0. ``classes`` arguments name them; None means
+every declared class (``ScoringParams.labels``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Literal, Protocol
 
 from app.domain import fallback
 from app.domain import naive_bayes as nb
-from app.domain.labels import Label
+from app.domain.classes import grouped_messages, junk_log_odds, scorable
 from app.domain.tokenizer import token_kind
 
 Kind = Literal["multinomial", "bernoulli"]
@@ -80,7 +85,8 @@ class ScoringParams:
     when ``per_kind``; ``floor``: length normalisation's floor (None: off); ``distinct``:
     repeats learned together from at least this many messages count once (None: off);
     ``fallback_strength``: the site-wide prior's weight K, in messages (0: none);
-    ``min_messages``: learned messages of every label before a model gives verdicts.
+    ``min_messages``: learned messages of junk and of not-junk before a model gives
+    verdicts; ``labels``: the declared classes, ``junk`` those of them that are junk.
     """
 
     labels: tuple[str, ...]
@@ -93,6 +99,7 @@ class ScoringParams:
     distinct: int | None
     fallback_strength: float
     min_messages: int
+    junk: tuple[str, ...] = ("spam",)
 
 
 def group_of(params: ScoringParams) -> Callable[[str], str] | None:
@@ -144,20 +151,30 @@ def falls_back(params: ScoringParams) -> bool:
 
 
 def gives_verdicts(totals: ModelCounts, params: ScoringParams) -> bool:
-    """Whether a model has learned ``min_messages`` (at least one) of every label."""
+    """Whether a model has learned ``min_messages`` (at least one) of the junk classes
+    together and of the others together (every label, with ham and spam alone)."""
     needed = max(params.min_messages, 1)
-    return all(totals.of(label).messages >= needed for label in params.labels)
+    learned = {label: totals.of(label).messages for label in params.labels}
+    return all(n >= needed for n in grouped_messages(learned, params.junk).values())
 
 
-def spam_odds(scored: nb.Scored) -> float:
-    """log P(spam|x) - log P(ham|x), in nats."""
-    return scored.log_odds(Label.SPAM, Label.HAM)
+def scored_classes(totals: ModelCounts, params: ScoringParams) -> tuple[str, ...] | None:
+    """The declared classes a model has learned a message of, or None while it holds no
+    junk class or no other class (``classes.scorable``)."""
+    learned = {label: totals.of(label).messages for label in params.labels}
+    return scorable(learned, params.labels, params.junk)
 
 
-def overrule(blended: nb.Scored, own: nb.Scored) -> nb.Scored:
+def spam_odds(scored: nb.Scored, junk: tuple[str, ...] = ("spam",)) -> float:
+    """log P(junk|x) - log P(not junk|x), in nats: log P(spam|x) - log P(ham|x) with the
+    two default classes."""
+    return junk_log_odds(scored.log_posteriors, junk)
+
+
+def overrule(blended: nb.Scored, own: nb.Scored, junk: tuple[str, ...] = ("spam",)) -> nb.Scored:
     """The score served to a user whose own model gives verdicts: the own model's where its
     log-odds are lower, else the blend's (ties keep the blend)."""
-    return own if spam_odds(own) < spam_odds(blended) else blended
+    return own if spam_odds(own, junk) < spam_odds(blended, junk) else blended
 
 
 def score(
@@ -168,27 +185,34 @@ def score(
     totals: ModelCounts,
     vocabulary_counts: Iterable[Mapping[str, int]],
     params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
 ) -> nb.Scored:
-    """One model's score of a message: Bernoulli or multinomial as ``params.kind`` says.
-    Every label needs a learned message. ``vocabulary_counts`` (D_ct of every vocabulary
-    token) is read by the Bernoulli model only."""
+    """One model's score of a message over ``classes``: Bernoulli or multinomial as
+    ``params.kind`` says. Every class scored needs a learned message. ``vocabulary_counts``
+    (D_ct of every vocabulary token) is read by the Bernoulli model only."""
+    scored = params.labels if classes is None else classes
     if params.kind == "bernoulli":
         present = evidence(counts, names=names, in_message=in_message, counting="presence")
-        messages = {lb: totals.of(lb).messages for lb in params.labels}
+        messages = {lb: totals.of(lb).messages for lb in scored}
         return nb.bernoulli(
             present, vocabulary_counts=vocabulary_counts, messages=messages, alpha=params.alpha
         )
     found = evidence(counts, names=names, in_message=in_message, counting=params.counting)
-    return own_multinomial(found, totals=totals, params=params)
+    return own_multinomial(found, totals=totals, params=params, classes=scored)
 
 
 def own_multinomial(
-    found: list[nb.Evidence], *, totals: ModelCounts, params: ScoringParams
+    found: list[nb.Evidence],
+    *,
+    totals: ModelCounts,
+    params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
 ) -> nb.Scored:
-    """The multinomial score of ``found`` (see ``evidence``) against one model's totals."""
+    """The multinomial score of ``found`` (see ``evidence``) against one model's totals,
+    over ``classes``."""
     return nb.multinomial(
         found,
-        totals=class_totals(totals, params.labels, params.counting),
+        totals=class_totals(totals, params.labels if classes is None else classes, params.counting),
         vocabulary=totals.vocabulary,
         alpha=params.alpha,
         top=params.top,
@@ -207,18 +231,20 @@ def score_user(
     own_totals: ModelCounts,
     site_totals: ModelCounts,
     params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
 ) -> nb.Scored | None:
-    """A user's multinomial score with the site-wide model as prior (``fallback.blend``),
-    overruled by the user's own model where ``overrule`` says; None where there is no prior
-    to blend (a site-wide label without tokens)."""
+    """A user's multinomial score over ``classes`` with the site-wide model as prior
+    (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
+    where there is no prior to blend (a site-wide class without tokens)."""
+    labels = params.labels if classes is None else classes
     mine = evidence(own, names=names, in_message=in_message, counting=params.counting)
     theirs = evidence(site, names=names, in_message=in_message, counting=params.counting)
-    prior = class_totals(site_totals, params.labels, params.counting)
+    prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):
         return None
     blended, blended_totals = fallback.blend(
         mine,
-        own_totals=class_totals(own_totals, params.labels, params.counting),
+        own_totals=class_totals(own_totals, labels, params.counting),
         site=theirs,
         site_totals=prior,
         site_vocabulary=site_totals.vocabulary,
@@ -236,6 +262,8 @@ def score_user(
         group=group_of(params),
         floor=params.floor,
     )
-    if not gives_verdicts(own_totals, params):
+    own_classes = scored_classes(own_totals, params)
+    if own_classes is None or not gives_verdicts(own_totals, params):
         return scored
-    return overrule(scored, own_multinomial(mine, totals=own_totals, params=params))
+    own_score = own_multinomial(mine, totals=own_totals, params=params, classes=own_classes)
+    return overrule(scored, own_score, params.junk)

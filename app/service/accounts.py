@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.labels import LABELS
 from app.domain.users import users_prefix
 from app.errors import UnknownUser
 from app.service.results import Stats
@@ -58,7 +57,7 @@ class Accounts:
             UserSummary(
                 scope.name.removeprefix(prefix),
                 scope.name,
-                {label: scope.messages.get(label, 0) for label in LABELS},
+                {label: scope.messages.get(label, 0) for label in self._store.classes},
                 scope.vocabulary,
             )
             for scope in scopes

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from app.domain.labels import LABELS
 from app.errors import StorageUnavailable
 from app.service.accounts import Accounts, DeletedUser, UserSummary
 from app.service.console_access import ConsoleGuard
 from app.service.events import Observer
 from app.service.history import History
 from app.service.judging import Judge
-from app.service.learning import LEARN_BATCH, Trainer, feedback_label
+from app.service.learning import LEARN_BATCH, Trainer, feedback_class
 from app.service.results import (
     Analysed,
     Classification,
@@ -137,11 +136,11 @@ class SpamFilter:
         skipped (thick training: the model already gets it right by more than the margin).
         For a ``user``, their model learns it, and the site-wide one by ``users.train_site``."""
         with self._watch.call("learn", user) as watch:
-            target = feedback_label(label)
+            target = feedback_class(label, self._settings.model.classes)
             models = self.models(user)
             analysed = watch.read(self._feedback_analysis(message, form))
             result = self._trainer.learn(analysed, target, models)
-            watch.answer(result.outcome.value, label=target.value)
+            watch.answer(result.outcome.value, label=target)
         return result
 
     def learn_many(
@@ -159,10 +158,11 @@ class SpamFilter:
             with self._watch.calls("learn", user, len(rest)) as watches:
                 for watch, (analysed, _label) in zip(watches, rest, strict=True):
                     watch.read(analysed)
-                labelled = [(analysed, feedback_label(label)) for analysed, label in rest]
+                classes = self._settings.model.classes
+                labelled = [(analysed, feedback_class(label, classes)) for analysed, label in rest]
                 results = self._trainer.learn_many(labelled, self.models(user))
                 for watch, result, (_, target) in zip(watches, results, labelled, strict=False):
-                    watch.answer(result.outcome.value, label=target.value)
+                    watch.answer(result.outcome.value, label=target)
                 del watches[len(results) :]  # learned in a later transaction, or not at all
             yield results
             rest = rest[len(results) :]
@@ -187,6 +187,11 @@ class SpamFilter:
             watch.answer(result.outcome.value)
         return result
 
+    def undeclared_classes(self) -> dict[str, int]:
+        """Classes the database holds learned messages of (over every model) that
+        ``model.classes`` does not declare, with their messages."""
+        return self._store.undeclared_classes()
+
     def models(self, user: str | None) -> Models:
         """The scopes a call for ``user`` reads and trains (None: the site-wide model);
         InvalidUser for a name that cannot name a model."""
@@ -201,7 +206,7 @@ class SpamFilter:
             scored, spam_cut = self._judge.cutoffs.state(tx, models)
         labels = {
             label: LabelSummary(totals.of(label).messages, totals.of(label).occurrences)
-            for label in LABELS
+            for label in self._store.classes
         }
         return Stats(
             labels,

@@ -14,8 +14,15 @@ from dataclasses import dataclass, field, replace
 
 from app.domain import naive_bayes as nb
 from app.domain import scoring
+from app.domain.classes import (
+    grouped_messages,
+    junk_log_odds,
+    junk_pair,
+    log_mass,
+    most_likely,
+    scorable,
+)
 from app.domain.decision import Decision, Thresholds, Verdict, decide
-from app.domain.labels import LABELS, Label
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -63,7 +70,7 @@ class Evaluation:
         ids = {name: tid for tid, name in self.names.items()}
         shown: dict[str, dict[str, int]] = {}
         for token in tokens:
-            per = dict.fromkeys(LABELS, 0)
+            per = dict.fromkeys(self.learned, 0)
             tid = ids.get(token)
             for counts in self.counts:
                 found = counts.get(tid, {}) if tid is not None else {}
@@ -77,7 +84,7 @@ def scoring_params(settings: Settings) -> scoring.ScoringParams:
     """The settings that shape a score, read once (see ``app.domain.scoring``)."""
     model = settings.model
     return scoring.ScoringParams(
-        labels=LABELS,
+        labels=settings.model.classes,
         kind=model.kind,
         counting=model.counting,
         alpha=model.alpha,
@@ -87,6 +94,7 @@ def scoring_params(settings: Settings) -> scoring.ScoringParams:
         distinct=model.distinct_min_messages or None,
         fallback_strength=settings.users.fallback_strength,
         min_messages=settings.decision.min_messages,
+        junk=settings.model.junk_classes,
     )
 
 
@@ -102,6 +110,8 @@ class Judge:
         self._ham_cutoff = settings.decision.ham_log_odds
         self.min_messages = settings.decision.min_messages
         self.cutoffs = CutOffs(settings)
+        self.classes = settings.model.classes
+        self.junk = settings.model.junk_classes
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
         """``raw`` read as ``form`` (see ``Reader.analyse``)."""
@@ -115,17 +125,18 @@ class Judge:
         return self._classification(analysed, judged, spam_cut)
 
     def evaluate(self, tx: Transaction, models: Models, analysed: Analysed) -> Evaluation:
-        """The model's scores for ``analysed`` (None until every label has a message), the
-        learned messages per label and the learned counts of the message's tokens (a user's
-        and the site-wide ones together, when a user's model falls back on the site-wide
-        one)."""
+        """The model's scores for ``analysed`` over the classes that have learned a message
+        (None until a junk and a not-junk class have), the learned messages per class and
+        the learned counts of the message's tokens (a user's and the site-wide ones together,
+        when a user's model falls back on the site-wide one)."""
         totals = tx.totals(models.own)
         site = self._fallback_totals(tx, models)
         learned = {
             label: totals.of(label).messages + (site.of(label).messages if site else 0)
-            for label in LABELS
+            for label in self.classes
         }
-        if not all(learned.values()):
+        classes = scorable(learned, self.classes, self.junk)
+        if classes is None:
             return Evaluation(None, learned)
         names = analysed.names()
         ids = list(names)
@@ -140,10 +151,12 @@ class Judge:
                 own_totals=totals,
                 site_totals=site,
                 params=self.params,
+                classes=classes,
             )
             if scored is not None:
                 return Evaluation(scored, learned, names, (own, site_counts))
-        if not all(totals.of(label).messages for label in LABELS):
+        own_classes = scoring.scored_classes(totals, self.params)
+        if own_classes is None:
             return Evaluation(None, learned)
         scored = scoring.score(
             own,
@@ -152,8 +165,13 @@ class Judge:
             totals=totals,
             vocabulary_counts=tx.all_message_counts(models.own),
             params=self.params,
+            classes=own_classes,
         )
         return Evaluation(scored, learned, names, (own,))
+
+    def junk_odds(self, scored: nb.Scored) -> float:
+        """The log-odds of junk against not-junk (``app.domain.classes``)."""
+        return junk_log_odds(scored.log_posteriors, self.junk)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
         """The site-wide totals a user's model falls back on; None without a fallback."""
@@ -191,22 +209,26 @@ class Judge:
     ) -> Classification:
         scored, learned = judged.scored, judged.learned
         if scored is None:
-            uniform = -math.log(len(LABELS))
-            posteriors = {label: uniform for label in LABELS}
+            uniform = -math.log(len(self.classes))
+            posteriors = {label: uniform for label in self.classes}
             log_odds, found = 0.0, []
         else:
             posteriors = scored.log_posteriors
-            log_odds = scored.log_odds(Label.SPAM, Label.HAM)
-            found = nb.clues(scored, Label.SPAM, Label.HAM, limit=self._settings.model.clues)
+            log_odds = junk_log_odds(posteriors, self.junk)
+            # The clues weigh the likeliest junk class against the likeliest other one
+            # (spam against ham, when those are the classes).
+            positive, negative = junk_pair(posteriors, self.junk)
+            found = nb.clues(scored, positive, negative, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
-        decision: Decision = decide(log_odds, learned, thresholds)
-        probability = nb.probability(posteriors[Label.SPAM])
+        decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
+        probability = nb.probability(log_mass(posteriors, self.junk))
         report = SpamReport(decision.verdict, log_odds, probability, found)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
             spam_probability=probability,
             log_odds=log_odds,
+            class_name=most_likely(posteriors),
             log_posteriors=posteriors,
             clues=found,
             clue_counts=judged.counts_of(clue.token for clue in found),

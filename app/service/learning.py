@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from app.domain.classes import class_margin
 from app.domain.decision import worth_learning
-from app.domain.labels import Label, parse_label
+from app.domain.labels import Label, parse_class
 from app.errors import InvalidLabel, StorageConflict
 from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
@@ -41,7 +42,7 @@ class Trainer:
         self._judge = judge
         self._upkeep = upkeep
 
-    def learn(self, analysed: Analysed, target: Label, models: Models) -> FeedbackResult:
+    def learn(self, analysed: Analysed, target: str, models: Models) -> FeedbackResult:
         """Learn a message as ``target``: learned, relabelled (counts moved), unchanged, or
         skipped (thick training: the model already gets it right by more than the margin).
 
@@ -51,16 +52,20 @@ class Trainer:
         return self.learn_many([(analysed, target)], models)[0]
 
     def learn_many(
-        self, messages: Sequence[tuple[Analysed, Label]], models: Models
+        self, messages: Sequence[tuple[Analysed, str]], models: Models
     ) -> list[FeedbackResult]:
         """``learn`` the messages in turn, in one transaction, up to the first after which
         expiry falls due (``Upkeep.due``): at least the first, usually all. Their results, in
         order; the caller gives the rest again. Each is judged against the model as the ones
         before it left it, and expiry runs after the commit as after a single learn, so the
         counts, records and outcomes are exactly those of learning them one at a time.
-        On an error none of them is learned."""
+        On an error none of them is learned; InvalidLabel, before anything is learned, for a
+        label that is not one of the classes (``model.classes``)."""
         if not messages:
             return []
+        classes = self._settings.model.classes
+        for _, target in messages:
+            feedback_class(target, classes)
         outcomes, grown = self._write(functools.partial(self._learn_run, messages, models))
         self._upkeep.after_learn(grown)
         return [
@@ -69,7 +74,7 @@ class Trainer:
         ]
 
     def _learn_run(
-        self, messages: Sequence[tuple[Analysed, Label]], models: Models, tx: Transaction
+        self, messages: Sequence[tuple[Analysed, str]], models: Models, tx: Transaction
     ) -> tuple[list[Outcome], dict[str, int]]:
         """Learn messages in ``tx`` up to the first after which expiry is due (at least
         one); their outcomes, and the vocabularies they grew."""
@@ -114,7 +119,7 @@ class Trainer:
         return [Models(models.site)]
 
     def _learn_in(
-        self, tx: Transaction, models: Models, analysed: Analysed, target: Label
+        self, tx: Transaction, models: Models, analysed: Analysed, target: str
     ) -> Outcome:
         scope = models.own
         record = _record(tx, scope, analysed)
@@ -137,22 +142,11 @@ class Trainer:
                 return Outcome.UNCHANGED
         if record.label == target:
             return Outcome.UNCHANGED
-        # Rows are touched in one label order whatever the direction, so opposite relabels
-        # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
-        # and 52.7 s before, none and 10.2 s after).
-        if target < record.label:
-            tx.add(scope, target, record.bag, vocabulary=False)
-            tx.subtract(scope, record.label, record.bag, vocabulary=False)
-        else:
-            tx.subtract(scope, record.label, record.bag, vocabulary=False)
-            tx.add(scope, target, record.bag, vocabulary=False)
-        if record.ham_bin is not None:
-            tx.ham_scores().remove(scope, record.ham_bin)
-        tx.relabel(scope, record.digest, target)
+        move_record(tx, scope, record, target)
         return Outcome.RELABELLED
 
     def _judge_new(
-        self, tx: Transaction, models: Models, analysed: Analysed, label: Label
+        self, tx: Transaction, models: Models, analysed: Analysed, label: str
     ) -> tuple[bool, int | None]:
         """Score a message new to the model before it is learned: whether to learn it (under
         thick training, whether it is wrong or close enough), and for ham the bin of the
@@ -163,16 +157,21 @@ class Trainer:
             return True, None
         judged = self._judge.evaluate(tx, models, analysed)
         scored, learned = judged.scored, judged.learned
-        log_odds = None if scored is None else scored.log_odds(Label.SPAM, Label.HAM)
-        ham_bin = cutoffs.ham_bin(log_odds) if label == Label.HAM else None
+        ham_bin = None
+        if label == Label.HAM:
+            log_odds = None if scored is None else self._judge.junk_odds(scored)
+            ham_bin = cutoffs.ham_bin(log_odds)
         if not thick:
             return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.min_messages
         novelty_margin = self._settings.training_novelty
+        # How far the label leads the likeliest other class: with ham and spam alone, the
+        # log-odds for spam and their negation for ham.
+        lead = None if scored is None else class_margin(scored.log_posteriors, label)
         learn = worth_learning(
-            log_odds,
+            lead,
             label,
-            Label.SPAM,
+            label,
             margin,
             learned[label],
             needed,
@@ -198,11 +197,34 @@ def _forget_in(tx: Transaction, scope: str, analysed: Analysed) -> Outcome:
     record = _record(tx, scope, analysed)
     if record is None:
         return Outcome.UNKNOWN
+    forget_record(tx, scope, record)
+    return Outcome.FORGOTTEN
+
+
+def forget_record(tx: Transaction, scope: str, record: LearnedRecord) -> None:
+    """Take a learned message out of model ``scope``: its counts, its ham score and its
+    record, exactly what learning it added."""
     tx.subtract(scope, record.label, record.bag, vocabulary=True)
     if record.ham_bin is not None:
         tx.ham_scores().remove(scope, record.ham_bin)
     tx.unclaim(scope, record.digest)
-    return Outcome.FORGOTTEN
+
+
+def move_record(tx: Transaction, scope: str, record: LearnedRecord, target: str) -> None:
+    """Move a learned message's counts in model ``scope`` from its class to ``target``
+    (another one), exactly; it no longer holds a ham score."""
+    # Rows are touched in one label order whatever the direction, so opposite relabels
+    # lock them in the same order (8 writers x 300 calls on PostgreSQL: 49 deadlocks
+    # and 52.7 s before, none and 10.2 s after).
+    if target < record.label:
+        tx.add(scope, target, record.bag, vocabulary=False)
+        tx.subtract(scope, record.label, record.bag, vocabulary=False)
+    else:
+        tx.subtract(scope, record.label, record.bag, vocabulary=False)
+        tx.add(scope, target, record.bag, vocabulary=False)
+    if record.ham_bin is not None:
+        tx.ham_scores().remove(scope, record.ham_bin)
+    tx.relabel(scope, record.digest, target)
 
 
 def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | None:
@@ -212,9 +234,10 @@ def _record(tx: Transaction, scope: str, analysed: Analysed) -> LearnedRecord | 
     return tx.learned(scope, analysed.digest, *legacy)
 
 
-def feedback_label(value: str) -> Label:
-    """The label ``value`` names; InvalidLabel when it names none."""
+def feedback_class(value: str, classes: Sequence[str]) -> str:
+    """The class of ``classes`` that ``value`` names; InvalidLabel, naming the classes,
+    when it names none."""
     try:
-        return parse_label(value)
+        return parse_class(value, classes)
     except ValueError as error:
         raise InvalidLabel(str(error)) from error

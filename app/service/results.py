@@ -65,12 +65,19 @@ class Analysed:
 
 @dataclass(frozen=True, slots=True)
 class Classification:
-    """A verdict and the numbers behind it (log values in nats)."""
+    """A verdict and the numbers behind it (log values in nats).
+
+    ``log_posteriors`` holds log P(c|x) of every class the model scored (a class that has
+    learned nothing is absent: its probability is 0); ``class_name`` is the most likely of
+    them. ``log_odds`` and ``spam_probability`` weigh the junk classes against the others
+    (``app.domain.classes``): with the classes ham and spam, log P(spam|x) − log P(ham|x)
+    and P(spam|x)."""
 
     verdict: Verdict
     reason: Reason | None
     spam_probability: float
     log_odds: float
+    class_name: str
     log_posteriors: dict[str, float]
     clues: list[nb.Clue]
     digest: str

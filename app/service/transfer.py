@@ -67,7 +67,7 @@ class Transfer:
         """Write the site-wide model and every user's (``user``: only that user's model;
         ``site_only``: only the site-wide one) to ``out``; the record counts written."""
         base = self._settings.scope
-        writer = Writer(out)
+        writer = Writer(out, classes=self._store.classes)
         writer.header()
         with self._store.transaction(write=False) as tx:
             rows = tx.model_rows()
@@ -98,7 +98,7 @@ class Transfer:
         with self._store.transaction(write=True) as tx:
             importer = _Importer(tx.model_rows(), self._settings.scope, mode, target, force)
             try:
-                for number, record in read_records(lines):
+                for number, record in read_records(lines, self._store.classes):
                     importer.take(number, record)
             except UnicodeDecodeError as error:
                 raise InvalidDataFile(f"the file is not UTF-8 text: {error.reason}") from None

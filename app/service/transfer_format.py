@@ -126,10 +126,11 @@ class Writer:
 
     out: TextSink
     counts: Counts = field(default_factory=Counts)
+    classes: tuple[str, ...] = LABELS
 
     def header(self) -> None:
-        """The version header and the ``labels`` record."""
-        self.out.write(f"{MAGIC}\t{VERSION}\nlabels\t{chr(9).join(LABELS)}\n")
+        """The version header and the ``labels`` record (the classes, in ``token`` order)."""
+        self.out.write(f"{MAGIC}\t{VERSION}\nlabels\t{chr(9).join(self.classes)}\n")
 
     def scope(self, user: str | None) -> None:
         """Start the model of ``user`` (None: the site-wide model)."""
@@ -187,14 +188,17 @@ def stored_bag(record: Learned) -> dict[int, int]:
         ) from None
 
 
-def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
+def read_records(
+    lines: Iterable[str], classes: Sequence[str] = LABELS
+) -> Iterator[tuple[int, Record]]:
     """The records of a file, with their line numbers, checked as they are read.
 
     InvalidDataFile, naming the line, for a wrong header or version, an unknown record or
-    label, a malformed, negative or too large number, a line or bag too long, records out of
-    order, anything after ``end``, or a file that ends without it (truncated).
+    label (one not among ``classes``, the reading site's), a malformed, negative or too large
+    number, a line or bag too long, records out of order, anything after ``end``, or a file
+    that ends without it (truncated).
     """
-    reader = _Reader()
+    reader = _Reader(tuple(classes))
     number = 0
     for number, line in enumerate(lines, start=1):
         if len(line) > MAX_LINE:
@@ -211,7 +215,8 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, Record]]:
 class _Reader:
     """The state of one file being read: what came before decides what may come next."""
 
-    def __init__(self) -> None:
+    def __init__(self, classes: tuple[str, ...]) -> None:
+        self.classes = classes
         self.labels: tuple[str, ...] | None = None
         self.counts = Counts()
         self.ended = False
@@ -269,8 +274,7 @@ class _Reader:
         if self.labels is not None:
             raise _bad(number, "a second 'labels' record")
         for label in values:
-            if label not in LABELS:
-                raise _bad(number, f"unknown label {label!r}; expected {', '.join(LABELS)}")
+            self._label(number, label)
         if not values or len(set(values)) != len(values):
             raise _bad(number, "the 'labels' record must name each label once")
         self.labels = tuple(values)
@@ -379,8 +383,13 @@ class _Reader:
         return Learned(digest, label, learned_at, encode_bag(tokens), len(tokens), ham_bin)
 
     def _label(self, number: int, value: str) -> str:
-        if value not in LABELS:
-            raise _bad(number, f"unknown label {value!r}; expected {', '.join(LABELS)}")
+        if value not in self.classes or (self.labels is not None and value not in self.labels):
+            known = self.classes if self.labels is None else self.labels
+            raise _bad(
+                number,
+                f"unknown label {value!r}; expected {', '.join(known)} (a class the file "
+                "names must be one of this site's classes, model.classes)",
+            )
         return value
 
     def _end(self, number: int, values: list[str]) -> None:

@@ -15,8 +15,10 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.domain.labels import JUNK, LABELS, check_classes
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -77,6 +79,41 @@ class ModelSettings(BaseModel):
         "messages count once (0: every token counts)",
     )
     clues: int = Field(15, ge=0, le=200, description="tokens returned as the explanation")
+    # The classes a message can be learned as (app.domain.labels); ham and spam are always
+    # among them, so the spam/ham verdict, headers and spamc exit codes keep their meaning.
+    classes: Annotated[tuple[str, ...], NoDecode] = Field(
+        LABELS,
+        description="the classes messages are learned as (comma-separated; must include ham "
+        "and spam; 2 to 20 names of a-z, 0-9 and _). Adding one keeps what is learned; "
+        "remove or rename one with 'spamfilter classes'",
+    )
+    junk_classes: Annotated[tuple[str, ...], NoDecode] = Field(
+        JUNK,
+        description="which of the classes are junk (comma-separated): the verdict and the "
+        "log-odds weigh these against all the others",
+    )
+
+    @field_validator("classes", "junk_classes", mode="before")
+    @classmethod
+    def _split_classes(cls, value: object) -> object:
+        # A comma-separated string (the environment, or the config file) or a list (a TOML
+        # array); names are compared in lower case, blank entries dropped.
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return tuple(str(v).strip().lower() for v in value if str(v).strip())
+        return value
+
+    @field_serializer("classes", "junk_classes")
+    def _dump_classes(self, value: tuple[str, ...]) -> list[str]:
+        # Dumped as a list, as the other list settings are: what a TOML file or a
+        # comma-separated variable gives back.
+        return list(value)
+
+    @model_validator(mode="after")
+    def _check_classes(self) -> ModelSettings:
+        check_classes(self.classes, self.junk_classes)
+        return self
 
 
 class DecisionSettings(BaseModel):

@@ -12,13 +12,7 @@ from app.storage import dialect
 from app.storage.count_cache import CacheView
 from app.storage.rows import today, token_stats
 from app.storage.scopes import ScopeIds
-from app.storage.tables import (
-    all_label_columns,
-    count_column_names,
-    label_columns,
-    label_total,
-    token_count,
-)
+from app.storage.tables import CountLayout, label_total
 
 
 class CountWrites:
@@ -26,8 +20,14 @@ class CountWrites:
     scope's vocabulary after an add that grew it."""
 
     def __init__(
-        self, conn: Connection, scopes: ScopeIds, cache: CacheView, grown: dict[str, int]
+        self,
+        conn: Connection,
+        scopes: ScopeIds,
+        cache: CacheView,
+        grown: dict[str, int],
+        layout: CountLayout,
     ) -> None:
+        self._layout = layout
         self._conn = conn
         self._scopes = scopes
         self._cache = cache
@@ -43,8 +43,10 @@ class CountWrites:
         as the relabel's subtract may have left rows of this message at zero).
         """
         scope_id = self._scopes.changing(scope, tracked=True)
-        labels = all_label_columns()
-        own = label_columns(label)
+        layout = self._layout
+        token_count = layout.table
+        labels = layout.columns()
+        own = layout.of(label)
         others = [
             column.name
             for lc in labels
@@ -67,14 +69,14 @@ class CountWrites:
         if vocabulary:
             # A row is new when its occurrences over all labels are what this message added
             # (a stored row has some); the counts after the add also go to the cache.
-            columns = count_column_names()
+            columns = layout.count_names()
             after = dialect.increment_returning(
                 self._conn, token_count, rows, columns, exclude=others, replace=["seen_day"]
             )
             new = 0
             for _scope_id, token_id, *values in after:
                 new += sum(values[0::2]) == bag[token_id]
-                changes.tokens[token_id] = token_stats(values) or None
+                changes.tokens[token_id] = token_stats(values, layout.classes) or None
         else:
             ids = [row["token_id"] for row in rows]
             found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, ids)
@@ -102,9 +104,11 @@ class CountWrites:
         if scope_id is None:
             return  # nothing was ever learned in this scope
         self._cache.changes(scope).evict(bag)
-        labels = all_label_columns()
-        own = labels.index(label_columns(label))
-        columns = count_column_names()
+        layout = self._layout
+        token_count = layout.table
+        labels = layout.columns()
+        own = layout.classes.index(layout.of(label).label)
+        columns = layout.count_names()
         found = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, sorted(bag))
         lost = {lc.label: [0, 0] for lc in labels}  # occurrences, token messages
         taken: list[dict[str, int]] = []

@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, Connection, and_, delete, func, select, tr
 
 from app.storage import dialect
 from app.storage.scopes import ScopeIds
-from app.storage.tables import all_label_columns, label_total, model_scope, token_count
+from app.storage.tables import CountLayout, label_total, model_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +47,10 @@ class ExpiryReport:
 class Expiry:
     """Expiry queries bound to one open transaction (never commits by itself)."""
 
-    def __init__(self, conn: Connection, scopes: ScopeIds) -> None:
+    def __init__(self, conn: Connection, scopes: ScopeIds, layout: CountLayout) -> None:
         self._conn = conn
         self._scopes = scopes
+        self._layout = layout
 
     def scope_names(self) -> list[str]:
         """The name of every scope in the database, sorted."""
@@ -68,6 +69,7 @@ class Expiry:
         if not dry_run:
             query = query.with_for_update()  # writers of the scope wait until this commits
         vocabulary = int(self._conn.execute(query).scalar_one())
+        token_count = self._layout.table
         in_scope = token_count.c.scope_id == scope_id
         young: ColumnElement[bool] = true()
         by_age = 0
@@ -79,7 +81,7 @@ class Expiry:
         excess = vocabulary - by_age - max_tokens if max_tokens > 0 else 0
         if excess <= 0:
             return ExpiryReport(scope, vocabulary, by_age)
-        order = (_total_occurrences(), token_count.c.seen_day, token_count.c.token_id)
+        order = (_total_occurrences(self._layout), token_count.c.seen_day, token_count.c.token_id)
         cut = self._conn.execute(
             select(*order).where(in_scope, young).order_by(*order).offset(excess - 1).limit(1)
         ).first()
@@ -90,13 +92,13 @@ class Expiry:
         return ExpiryReport(scope, vocabulary, by_age, by_size)
 
     def _count(self, where: ColumnElement[bool]) -> int:
-        query = select(func.count()).select_from(token_count).where(where)
+        query = select(func.count()).select_from(self._layout.table).where(where)
         return int(self._conn.execute(query).scalar_one())
 
     def _delete(self, scope: str, scope_id: int, where: ColumnElement[bool]) -> int:
         """Delete the rows ``where`` picks; their counts leave the label totals and the rows
         the vocabulary. How many rows went."""
-        labels = all_label_columns()
+        labels = self._layout.columns()
         sums = self._conn.execute(
             select(
                 *(
@@ -106,7 +108,7 @@ class Expiry:
                 )
             ).where(where)
         ).one()
-        gone = int(self._conn.execute(delete(token_count).where(where)).rowcount)
+        gone = int(self._conn.execute(delete(self._layout.table).where(where)).rowcount)
         if not gone:
             return 0
         self._scopes.changing(scope, create=False)  # bumps the generation: counts changed
@@ -125,9 +127,9 @@ class Expiry:
         return gone
 
 
-def _total_occurrences() -> ColumnElement[int]:
+def _total_occurrences(layout: CountLayout) -> ColumnElement[int]:
     """A row's occurrences over every label."""
-    columns = [lc.occurrences for lc in all_label_columns()]
+    columns = [lc.occurrences for lc in layout.columns()]
     total: ColumnElement[int] = columns[0]
     for column in columns[1:]:
         total = total + column

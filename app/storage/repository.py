@@ -18,10 +18,11 @@ from typing import Any
 from sqlalchemy import Connection, delete, select, text, update
 from sqlalchemy.exc import DBAPIError
 
-from app.storage import accounts, dialect
+from app.storage import accounts, class_columns, dialect
 from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
 from app.storage.calibration import HamScores
+from app.storage.class_columns import ClassHoldings
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.console_access import ConsoleAccess
 from app.storage.count_cache import UNSEEN, CacheView, CountCache, Update
@@ -29,7 +30,7 @@ from app.storage.count_writes import CountWrites
 from app.storage.expiry import Expiry
 from app.storage.rows import TokenStats, token_stats
 from app.storage.scopes import ScopeIds
-from app.storage.tables import all_label_columns, count_column_names, learned_message, token_count
+from app.storage.tables import CountLayout, count_layout, learned_message, model_scope
 from app.storage.transfer import ModelRows
 
 
@@ -77,12 +78,15 @@ class Transaction:
     ``seal`` before the commit, ``install`` after it).
     """
 
-    def __init__(self, conn: Connection, cache: CountCache | None = None) -> None:
+    def __init__(
+        self, conn: Connection, cache: CountCache | None = None, layout: CountLayout | None = None
+    ) -> None:
         self._conn = conn
+        self._layout = count_layout() if layout is None else layout
         self._scopes = ScopeIds(conn)
         self._grown: dict[str, int] = {}
         self._cache = CacheView(cache, self._scopes)
-        self._writes = CountWrites(conn, self._scopes, self._cache, self._grown)
+        self._writes = CountWrites(conn, self._scopes, self._cache, self._grown, self._layout)
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
@@ -91,12 +95,12 @@ class Transaction:
 
     def expiry(self) -> Expiry:
         """Expiry of old and rare tokens, in this transaction (see ``expiry.py``)."""
-        return Expiry(self._conn, self._scopes)
+        return Expiry(self._conn, self._scopes, self._layout)
 
     def refresh_statistics(self) -> None:
         """The query planner's statistics of the count tables, gathered now (see
         ``dialect.refresh_statistics``)."""
-        dialect.refresh_statistics(self._conn, [token_count, learned_message])
+        dialect.refresh_statistics(self._conn, [self._layout.table, learned_message])
 
     def activity(self) -> Activity:
         """The console's history and per-minute counts, in this transaction."""
@@ -113,7 +117,7 @@ class Transaction:
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
-        return ModelRows(self._conn, self._scopes)
+        return ModelRows(self._conn, self._scopes, self._layout)
 
     def schema_revision(self) -> str | None:
         """The alembic_version row, or None when the table does not exist."""
@@ -153,10 +157,12 @@ class Transaction:
         # In token id order: scores sum floating-point terms in this order, so it must not
         # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
         # migrated database scored a few ulps away from a fresh one with the same counts).
-        columns = count_column_names()
-        rows = dialect.counts_by_ids(self._conn, token_count, columns, scope_id, token_ids)
+        layout = self._layout
+        columns = layout.count_names()
+        rows = dialect.counts_by_ids(self._conn, layout.table, columns, scope_id, token_ids)
+        classes = layout.classes
         for token_id, *values in rows:
-            per = token_stats(values)
+            per = token_stats(values, classes)
             if per:
                 result[token_id] = per
         return result
@@ -181,7 +187,8 @@ class Transaction:
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return
-        labels = all_label_columns()
+        labels = self._layout.columns()
+        token_count = self._layout.table
         query = (
             select(*(lc.messages for lc in labels))
             .where(token_count.c.scope_id == scope_id)
@@ -276,6 +283,43 @@ class Transaction:
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
         self._writes.subtract(scope, label, bag, vocabulary)
+
+    def stored_classes(self) -> dict[str, int]:
+        """Every class with learned messages in some model, with its messages over all."""
+        return class_columns.stored_classes(self._conn)
+
+    def class_holdings(self, label: str) -> ClassHoldings:
+        """What the database holds of class ``label``, over every model."""
+        return class_columns.holdings(self._conn, label)
+
+    def records_of(self, label: str, limit: int) -> list[tuple[str, LearnedRecord]]:
+        """Up to ``limit`` learned-message records of class ``label``, over every model,
+        each with its model's name (by model, then digest)."""
+        query = (
+            select(
+                model_scope.c.name,
+                learned_message.c.digest,
+                learned_message.c.tokens,
+                learned_message.c.ham_bin,
+            )
+            .join(model_scope, model_scope.c.id == learned_message.c.scope_id)
+            .where(learned_message.c.label == label)
+            .order_by(learned_message.c.scope_id, learned_message.c.digest)
+            .limit(limit)
+        )
+        return [
+            (str(scope), LearnedRecord(digest, label, decode_bag(bytes(tokens)), ham_bin))
+            for scope, digest, tokens, ham_bin in self._conn.execute(query)
+        ]
+
+    def rename_class(self, old: str, new: str) -> None:
+        """Rename class ``old`` to ``new`` in every model (see ``class_columns.rename``)."""
+        class_columns.rename(self._conn, old, new)
+
+    def drop_class(self, label: str) -> int:
+        """Drop what is left of class ``label`` (see ``class_columns.drop``); the token rows
+        that went with it."""
+        return class_columns.drop(self._conn, label)
 
     def scopes_under(self, prefix: str) -> list[ScopeSummary]:
         """Every scope named ``prefix...``, with learned messages per label and vocabulary,

@@ -19,12 +19,12 @@ class TokenStats:
     messages: int
 
 
-def token_stats(values: Sequence[Any]) -> dict[str, TokenStats]:
-    """A token's counts per label from its row's ``tables.count_column_names()`` values;
-    labels with neither count are left out."""
+def token_stats(values: Sequence[Any], labels: Sequence[str] = LABELS) -> dict[str, TokenStats]:
+    """A token's counts per label from its row's ``CountLayout.count_names()`` values (the
+    layout of ``labels``); labels with neither count are left out."""
     return {
         label: TokenStats(values[2 * k], values[2 * k + 1])
-        for k, label in enumerate(LABELS)
+        for k, label in enumerate(labels)
         if values[2 * k] or values[2 * k + 1]
     }
 

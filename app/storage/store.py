@@ -16,13 +16,14 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from app.domain.labels import LABELS
 from app.errors import ConfigurationError, StorageUnavailable, StorageWritesFailing
 from app.storage.count_cache import CountCache
 from app.storage.failures import is_file_fault, translate, write_failure
 from app.storage.repository import LabelStats, LearnedRecord, ModelTotals, Transaction
 from app.storage.rows import TokenStats
 from app.storage.sqlite_file import database_file
-from app.storage.tables import SCHEMA_REVISION
+from app.storage.tables import SCHEMA_REVISION, count_layout
 
 __all__ = [
     "NOT_MIGRATED",
@@ -51,10 +52,16 @@ class Store:
 
     Learned counts read are kept in a cache of at most ``cache_tokens`` tokens, checked
     against the database on every read (``count_cache.py``); 0 keeps none.
+
+    Counts are kept per class of ``classes`` (``tables.CountLayout``); classes beyond ham and
+    spam need their columns in the database (``prepare_classes``).
     """
 
-    def __init__(self, engine: Engine, cache_tokens: int = CACHE_TOKENS) -> None:
+    def __init__(
+        self, engine: Engine, cache_tokens: int = CACHE_TOKENS, classes: tuple[str, ...] = LABELS
+    ) -> None:
         self._engine = engine
+        self._layout = count_layout(classes)
         self._cache = CountCache(cache_tokens)
         self._file = database_file(engine)
         self._readonly = False
@@ -91,7 +98,7 @@ class Store:
                 try:
                     conn.execution_options(spamfilter_write=write)
                     with conn.begin():
-                        tx = Transaction(conn, self._cache)
+                        tx = Transaction(conn, self._cache, self._layout)
                         yield tx
                         updates = tx.seal()
                 finally:
@@ -110,6 +117,26 @@ class Store:
             self._check_committed()
             self._write_fault = None
         tx.install(updates)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The classes counts are kept for, in their stored order."""
+        return self._layout.classes
+
+    def prepare_classes(self) -> list[str]:
+        """Add the count columns of the store's classes the database lacks (see
+        ``class_columns.prepare``); the classes added. Nothing to do for ham and spam."""
+        from app.storage.class_columns import prepare
+
+        return prepare(self._engine, self._layout.classes)
+
+    def undeclared_classes(self) -> dict[str, int]:
+        """Classes the database holds learned messages of that are not the store's, with
+        their messages over every model: left behind when a class stopped being declared
+        without 'spamfilter classes remove'."""
+        with self.transaction(write=False) as tx:
+            held = tx.stored_classes()
+        return {name: n for name, n in held.items() if name not in self._layout.classes}
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None when never migrated)."""

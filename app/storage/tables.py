@@ -19,6 +19,7 @@ Rows refer to ``model_scope.id`` without database-level foreign keys (SQLite wou
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from sqlalchemy import (
@@ -59,12 +60,12 @@ SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
 
-def _label_column_names(label: str) -> tuple[str, str]:
+def label_column_names(label: str) -> tuple[str, str]:
     """The names of ``label``'s messages and occurrences columns in ``token_count``."""
     return f"{label}_messages", f"{label}_occurrences"
 
 
-_COUNT_NAMES = [name for label in LABELS for name in _label_column_names(label)]
+_COUNT_NAMES = [name for label in LABELS for name in label_column_names(label)]
 
 model_scope = Table(
     "model_scope",
@@ -228,28 +229,69 @@ class LabelColumns:
     occurrences: Column[int]
 
 
+@dataclass(frozen=True, slots=True)
+class CountLayout:
+    """``token_count`` as a site's classes see it: the table with a pair of count columns
+    per class, in the order of ``classes`` (the order counts are read, stored and scored)."""
+
+    classes: tuple[str, ...]
+    table: Table
+
+    def of(self, label: str) -> LabelColumns:
+        """The columns of ``label``; LookupError when the table has none.
+
+        The one place a label is mapped to its columns. A label that is not one of the
+        layout's classes fails here, at its first use, rather than silently counting
+        nowhere."""
+        messages, occurrences = label_column_names(label)
+        if label not in self.classes:
+            raise LookupError(
+                f"token_count has no columns for label {label!r}; declare the class "
+                f"(model.classes) so that {messages} and {occurrences} are added"
+            )
+        return LabelColumns(label, self.table.c[messages], self.table.c[occurrences])
+
+    def columns(self) -> list[LabelColumns]:
+        """The columns of every class, in class order."""
+        return [self.of(label) for label in self.classes]
+
+    def count_names(self) -> list[str]:
+        """Every class's occurrences and messages columns, class by class: the order
+        ``rows.token_stats`` reads a row's counts in."""
+        return [name for label in self.classes for name in label_column_names(label)[::-1]]
+
+
+def count_layout(classes: tuple[str, ...] = LABELS) -> CountLayout:
+    """The layout of ``token_count`` for ``classes``: the shipped table for ham and spam
+    (the schema the migrations make), else the table with a pair of columns for each
+    further class (``class_columns.prepare`` adds them to the database)."""
+    if classes == LABELS:
+        return _DEFAULT
+    return _extended(classes)
+
+
+@functools.lru_cache(maxsize=64)
+def _extended(classes: tuple[str, ...]) -> CountLayout:
+    """A ``token_count`` Table with every class's columns, in a MetaData of its own (never
+    created from: the migrations make the table, ``class_columns`` adds the columns)."""
+    extra = [label for label in classes if label not in LABELS]
+    table = Table(
+        token_count.name,
+        MetaData(naming_convention=NAMING),
+        *(Column(c.name, c.type, nullable=c.nullable, autoincrement=False) for c in token_count.c),
+        *(
+            Column(name, BigInteger, nullable=False, autoincrement=False)
+            for label in extra
+            for name in label_column_names(label)
+        ),
+        PrimaryKeyConstraint("scope_id", "token_id"),
+    )
+    return CountLayout(classes, table)
+
+
+_DEFAULT = CountLayout(LABELS, token_count)
+
+
 def label_columns(label: str) -> LabelColumns:
-    """The ``token_count`` columns of ``label``; LookupError when the table has none.
-
-    The one place a label is mapped to its columns. A label added to LABELS without a
-    migration adding its columns fails here, at its first use, rather than silently
-    counting nowhere.
-    """
-    messages, occurrences = _label_column_names(label)
-    if messages not in token_count.c or occurrences not in token_count.c:
-        raise LookupError(
-            f"token_count has no columns for label {label!r}; a migration must add "
-            f"{messages} and {occurrences}"
-        )
-    return LabelColumns(label, token_count.c[messages], token_count.c[occurrences])
-
-
-def all_label_columns() -> list[LabelColumns]:
-    """The columns of every label in LABELS, in LABELS order (LookupError if one is missing)."""
-    return [label_columns(label) for label in LABELS]
-
-
-def count_column_names() -> list[str]:
-    """Every label's occurrences and messages columns of ``token_count``, label by label in
-    LABELS order: the order ``rows.token_stats`` reads a row's counts in."""
-    return [str(c.name) for lc in all_label_columns() for c in (lc.occurrences, lc.messages)]
+    """The ``token_count`` columns of ``label`` in the shipped (ham and spam) layout."""
+    return _DEFAULT.of(label)

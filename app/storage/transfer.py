@@ -19,17 +19,15 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, or_, select, update
 
-from app.domain.labels import LABELS
 from app.storage import dialect
 from app.storage.scopes import ScopeIds
 from app.storage.tables import (
     SCOPED_TABLES,
-    all_label_columns,
+    CountLayout,
     ham_score,
     label_total,
     learned_message,
     model_scope,
-    token_count,
 )
 
 BATCH = 5_000  # rows a read fetches, and a write sends, at once
@@ -53,10 +51,11 @@ class LearnedRow:
 class ModelRows:
     """Reads and writes whole scopes inside one open transaction (never commits)."""
 
-    def __init__(self, conn: Connection, scopes: ScopeIds) -> None:
+    def __init__(self, conn: Connection, scopes: ScopeIds, layout: CountLayout) -> None:
         self._conn = conn
         self._scopes = scopes
-        self._labels = all_label_columns()
+        self._layout = layout
+        self._labels = layout.columns()
         self._count_columns = [c for lc in self._labels for c in (lc.messages, lc.occurrences)]
 
     def snapshot(self) -> None:
@@ -84,7 +83,7 @@ class ModelRows:
         return False
 
     def totals(self, scope: str) -> list[tuple[str, int, int, int]]:
-        """(label, messages, occurrences, token_messages) per label stored, in LABELS order."""
+        """(label, messages, occurrences, token_messages) per class stored, in class order."""
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return []
@@ -98,7 +97,7 @@ class ModelRows:
             str(label): (str(label), int(messages), int(occurrences), int(token_messages))
             for label, messages, occurrences, token_messages in self._conn.execute(query)
         }
-        return [rows[label] for label in LABELS if label in rows]
+        return [rows[label] for label in self._layout.classes if label in rows]
 
     def ham_scores(self, scope: str) -> list[tuple[int, int]]:
         """(bin, count) of the scope's ham scores, by ascending bin, bins above 0 only."""
@@ -113,11 +112,12 @@ class ModelRows:
         return [(int(index), int(count)) for index, count in self._conn.execute(query)]
 
     def tokens(self, scope: str) -> Iterator[Sequence[int]]:
-        """(token_id, messages and occurrences per label in LABELS order, seen_day) of every
+        """(token_id, messages and occurrences per label in class order, seen_day) of every
         token of the scope, by ascending id, a batch in memory at a time."""
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return
+        token_count = self._layout.table
         query = (
             select(token_count.c.token_id, *self._count_columns, token_count.c.seen_day)
             .where(token_count.c.scope_id == scope_id)
@@ -151,7 +151,8 @@ class ModelRows:
         scope_id = self._scopes.find(scope)
         if scope_id is None or not token_ids:
             return set()
-        found = dialect.counts_by_ids(self._conn, token_count, ["seen_day"], scope_id, token_ids)
+        table = self._layout.table
+        found = dialect.counts_by_ids(self._conn, table, ["seen_day"], scope_id, token_ids)
         return {int(row[0]) for row in found}
 
     def _stream(self, query: Any) -> Iterator[Any]:
@@ -202,7 +203,7 @@ class ModelRows:
             for label, messages, occurrences in columns:
                 value[messages], value[occurrences] = counts.get(label, (0, 0))
             values.append(value)
-        dialect.merge_counts(self._conn, token_count, values, latest=["seen_day"])
+        dialect.merge_counts(self._conn, self._layout.table, values, latest=["seen_day"])
 
     def add_learned(self, scope: str, rows: Sequence[LearnedRow]) -> list[str]:
         """Insert the learned-message records whose digest the scope does not hold yet; the
@@ -246,6 +247,7 @@ class ModelRows:
         label = self._conn.execute(query).scalar()
         if label is not None:
             return f"total {label}"
+        token_count = self._layout.table
         query = (
             select(token_count.c.token_id)
             .where(
@@ -270,6 +272,7 @@ class ModelRows:
         """Set the scope's vocabulary to its number of token rows (what it is by
         definition), and return it."""
         scope_id = self._scopes.changing(scope)
+        token_count = self._layout.table
         rows = (
             select(func.count())
             .select_from(token_count)

@@ -15,6 +15,7 @@ CLASSIFY_KEYS = {
     "spam_probability",
     "log_odds",
     "spam_cutoff",
+    "class",
     "log_posteriors",
     "clues",
     "digest",

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from app.domain.labels import LABELS
 from app.storage.codec import decode_bag
 from app.storage.engine import normalise_url
-from app.storage.tables import metadata, model_scope
+from app.storage.tables import count_layout, metadata, model_scope
 
 Row = tuple[Any, ...]
 Snapshot = dict[str, list[Row]]
@@ -47,19 +47,27 @@ def reader(url: str) -> sa.Engine:
     return sa.create_engine(normalise_url(url), poolclass=sa.NullPool)
 
 
-def snapshot(url: str, timestamps: bool = True, scores: bool = True) -> Snapshot:
+def snapshot(
+    url: str, timestamps: bool = True, scores: bool = True, classes: tuple[str, ...] = LABELS
+) -> Snapshot:
     """Every row of every table, sorted; bags decoded to sorted (token id, count) tuples.
-    Without ``scores``, no ham scores (``SCORE_TABLES``, ``SCORE_COLUMNS``)."""
+    Without ``scores``, no ham scores (``SCORE_TABLES``, ``SCORE_COLUMNS``). ``token_count``
+    is read with the count columns of ``classes``."""
     engine = reader(url)
     try:
         with engine.connect() as conn:
             return {
-                table.name: _rows(conn, table, timestamps, scores)
+                table.name: _rows(conn, _table(table.name, classes), timestamps, scores)
                 for table in metadata.sorted_tables
                 if scores or table.name not in SCORE_TABLES
             }
     finally:
         engine.dispose()
+
+
+def _table(name: str, classes: tuple[str, ...] = LABELS) -> sa.Table:
+    """The table ``name``; ``token_count`` with the count columns of ``classes``."""
+    return count_layout(classes).table if name == "token_count" else metadata.tables[name]
 
 
 def _rows(conn: sa.Connection, table: sa.Table, timestamps: bool, scores: bool) -> list[Row]:
@@ -103,14 +111,14 @@ def _value(column: sa.ColumnElement[Any], value: Any) -> Any:
     return value
 
 
-def columns_of(table: str, timestamps: bool = True) -> list[str]:
+def columns_of(table: str, timestamps: bool = True, classes: tuple[str, ...] = LABELS) -> list[str]:
     """The column names ``snapshot`` keeps for ``table``, in row order."""
-    return [name for name, _ in _kept(metadata.tables[table], timestamps)]
+    return [name for name, _ in _kept(_table(table, classes), timestamps)]
 
 
-def as_dicts(snap: Snapshot, table: str) -> list[dict[str, Any]]:
+def as_dicts(snap: Snapshot, table: str, classes: tuple[str, ...] = LABELS) -> list[dict[str, Any]]:
     """The rows of ``table`` in ``snap`` as dicts (``snap`` must keep timestamps)."""
-    names = columns_of(table)
+    names = columns_of(table, classes=classes)
     return [dict(zip(names, row, strict=True)) for row in snap[table]]
 
 
@@ -144,7 +152,7 @@ def recount(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def stored_counts(snap: Snapshot) -> dict[str, Any]:
+def stored_counts(snap: Snapshot, classes: tuple[str, ...] = LABELS) -> dict[str, Any]:
     """The count tables of ``snap`` in ``recount``'s shape (all-zero total rows dropped).
 
     ``token_count`` gets one entry per label a row has counts in; ``token`` is the sum of
@@ -152,10 +160,10 @@ def stored_counts(snap: Snapshot) -> dict[str, Any]:
     """
     token_count = {}
     token = {}
-    for r in as_dicts(snap, "token_count"):
+    for r in as_dicts(snap, "token_count", classes):
         key = (r["scope"], r["token_id"])
-        token[key] = sum(r[f"{label}_occurrences"] for label in LABELS)
-        for label in LABELS:
+        token[key] = sum(r[f"{label}_occurrences"] for label in classes)
+        for label in classes:
             cell = (r[f"{label}_occurrences"], r[f"{label}_messages"])
             if cell != (0, 0):
                 token_count[(*key, label)] = cell
@@ -175,10 +183,11 @@ def stored_counts(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def assert_consistent(url: str) -> Snapshot:
-    """Assert that every stored count equals its recount from the learned messages."""
-    snap = snapshot(url)
-    stored, expected = stored_counts(snap), recount(snap)
+def assert_consistent(url: str, classes: tuple[str, ...] = LABELS) -> Snapshot:
+    """Assert that every stored count equals its recount from the learned messages (the
+    counts of ``classes``)."""
+    snap = snapshot(url, classes=classes)
+    stored, expected = stored_counts(snap, classes), recount(snap)
     for name in expected:
         assert stored[name] == expected[name], f"{name} differs from its recount"
     return snap
