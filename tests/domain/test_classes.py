@@ -51,7 +51,9 @@ def random_pair_score(rng: random.Random) -> Scored:
         )
         for j in range(rng.randint(0, 60))
     ]
-    return multinomial(evidence, totals, vocabulary, rng.choice([1.0, 0.5, 0.01]))
+    return multinomial(
+        evidence, totals=totals, vocabulary=vocabulary, alpha=rng.choice([1.0, 0.5, 0.01])
+    )
 
 
 @given(st.integers(0, 2**32))
@@ -97,7 +99,7 @@ def tennis_by_outlook(alpha: float) -> Scored:
     days = {outlook: sum(c.values()) for outlook, c in played.items()}
     return multinomial(
         [Evidence("play:+", 1, {outlook: c["+"] for outlook, c in played.items()})],
-        {outlook: ClassTotals(n, n) for outlook, n in days.items()},
+        totals={outlook: ClassTotals(n, n) for outlook, n in days.items()},
         vocabulary=2,
         alpha=alpha,
     )
@@ -201,7 +203,7 @@ def test_many_class_contributions_are_the_term_by_term_values_exactly(
         )
         for j in range(rng.randint(1, 40))
     ]
-    scored = multinomial(evidence, totals, vocabulary, alpha)
+    scored = multinomial(evidence, totals=totals, vocabulary=vocabulary, alpha=alpha)
     for item in evidence:
         for c in labels:
             d = totals[c].tokens + alpha * vocabulary
