@@ -81,6 +81,13 @@ class Classification:
     form: str = "rfc822"
     # Per clue token: learned messages holding it in each label (see Judge.evaluate).
     clue_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The most likely class; when not given, the one with the highest log-posterior.
+    class_name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.class_name and self.log_posteriors:
+            best = max(self.log_posteriors, key=self.log_posteriors.__getitem__)
+            object.__setattr__(self, "class_name", best)
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,25 @@ class ModelSettings(BaseModel):
         "messages count once (0: every token counts)",
     )
     clues: int = Field(15, ge=0, le=200, description="tokens returned as the explanation")
+    classes: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("ham", "spam"),
+        description="the classes a message can be learned as (comma-separated)",
+    )
+    junk_classes: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("spam",),
+        description="the classes that are junk: their summed probability is the spam side "
+        "of the log-odds (comma-separated)",
+    )
+
+    @field_validator("classes", "junk_classes", mode="before")
+    @classmethod
+    def _split_classes(cls, value: object) -> object:
+        # A comma-separated string (the environment) or a list (a TOML file), lower-cased.
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return tuple(str(v).strip().lower() for v in value if str(v).strip())
+        return value
 
 
 class DecisionSettings(BaseModel):
