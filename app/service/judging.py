@@ -20,6 +20,7 @@ from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
     is_spam,
+    shown_class,
     shown_score,
     spam_headers,
     spam_score,
@@ -152,7 +153,10 @@ class Judge:
 
     def mail_report(self, result: Classification) -> MailReport:
         """The score on SpamAssassin's scale (see app.domain.spam_headers) and the headers."""
-        report = SpamReport(result.verdict, result.log_odds, result.spam_probability, result.clues)
+        shown = shown_class(result.class_name, self._settings.model.classes)
+        report = SpamReport(
+            result.verdict, result.log_odds, result.spam_probability, result.clues, shown
+        )
         spam_cut = result.spam_cutoff
         return MailReport(
             is_spam=is_spam(report),
