@@ -78,14 +78,16 @@ def test_unknown_class_names_are_refused(run_sqlite: Run, corpus: Path) -> None:
     reason="needs the N-class core (branch classes): this branch's service learns ham and "
     "spam only; remove this mark once it learns every declared class",
 )
-def test_a_model_declaring_the_three_classes_learns_each(
+def test_a_model_declaring_the_third_class_learns_it(
     run_sqlite: Run, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SPAMFILTER_MODEL__CLASSES", "easy_ham,hard_ham,spam")
+    # ham and spam stay declared; easy_ham, not declared, is learned as its folder's ham.
+    monkeypatch.setenv("SPAMFILTER_MODEL__CLASSES", "ham,spam,hard_ham")
     monkeypatch.setenv("SPAMFILTER_MODEL__JUNK_CLASSES", "spam")
     doc = _eval_json(run_sqlite, "--corpus", str(corpus), *SPLIT)
     block = doc["classes"]
-    assert block["learned_as"] == {"easy_ham": "easy_ham", "hard_ham": "hard_ham", "spam": "spam"}
-    assert set(block["per_class"]) == {"easy_ham", "hard_ham", "spam"}
+    assert block["learned_as"] == {"easy_ham": "ham", "hard_ham": "hard_ham", "spam": "spam"}
+    assert set(block["per_class"]) == {"ham", "hard_ham", "spam"}
+    assert block["per_class"]["hard_ham"]["support"] == 10
     assert block["confusion"]["rows"] == ["easy_ham", "hard_ham", "spam"]
     assert doc["metrics"]["n_ham"] == 30 and doc["metrics"]["n_spam"] == 30
