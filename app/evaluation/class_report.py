@@ -11,6 +11,7 @@ that failed (no prediction) is left out of both; the run's ``failures`` counts i
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -75,10 +76,16 @@ def class_lines(block: dict[str, Any], junk: Sequence[str]) -> list[str]:
             f"recall {_pct(score['recall_pct'])}, F1 {_pct(score['f1_pct'])}"
         )
     lines.append(f"macro-F1   {_pct(block['macro_f1_pct'])}")
-    for number, (name, counts) in enumerate(block["verdicts"].items()):
+    return lines + verdict_lines(block["verdicts"])
+
+
+def verdict_lines(verdicts: dict[str, dict[str, int]], note: str = "") -> list[str]:
+    """Each corpus class's shares of ham / unsure / spam verdicts, one line a class."""
+    lines = []
+    for number, (name, counts) in enumerate(verdicts.items()):
         lead = "by class   " if number == 0 else " " * 11
         shares = ", ".join(f"{v} {_pct(verdict_share_pct(counts, v))}" for v in VERDICTS)
-        lines.append(f"{lead}{name.ljust(_CLASS_WIDTH)} {shares}")
+        lines.append(f"{lead}{name.ljust(_CLASS_WIDTH)} {shares}{note}")
     return lines
 
 
@@ -86,3 +93,28 @@ def _pct(value: float | None) -> str:
     if value is None or value != value:  # None in a JSON file, NaN in memory
         return "-"
     return f"{value:.2f}%"
+
+
+def pooled(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The class blocks of several seeds: macro-F1's mean and sample standard deviation (n - 1;
+    None for one seed) and the verdicts of each corpus class summed over the seeds."""
+    scores = [b["macro_f1_pct"] for b in blocks if b.get("macro_f1_pct") is not None]
+    verdicts: dict[str, Counter[str]] = {}
+    for block in blocks:
+        for name, counts in block["verdicts"].items():
+            verdicts.setdefault(name, Counter()).update(counts)
+    return {
+        "macro_f1_pct": {
+            "mean": statistics.fmean(scores) if scores else None,
+            "sd": statistics.stdev(scores) if len(scores) > 1 else None,
+        },
+        "verdicts": {name: dict(sorted(c.items())) for name, c in sorted(verdicts.items())},
+    }
+
+
+def pooled_lines(block: dict[str, Any], seeds: int) -> list[str]:
+    """The pooled class figures of ``seeds`` seeds as table lines."""
+    macro = block["macro_f1_pct"]
+    spread = "" if macro["sd"] is None else f" (sd {macro['sd']:.2f})"
+    lines = [f"macro-F1   {_pct(macro['mean'])} mean over {seeds} seeds{spread}"]
+    return lines + verdict_lines(block["verdicts"], " (all seeds)")

@@ -67,6 +67,18 @@ def test_the_table_prints_the_confusion_matrix_and_macro_f1(run_sqlite: Run, cor
     assert "confusion" not in plain and "macro-F1" not in plain
 
 
+def test_seeds_pool_the_class_figures(run_sqlite: Run, corpus: Path) -> None:
+    args = ("--corpus", str(corpus), "--seeds", "1-2", *SPLIT)
+    doc = _eval_json(run_sqlite, *args)
+    runs = doc["runs"]
+    assert [sum(run["classes"]["verdicts"]["hard_ham"].values()) for run in runs] == [10, 10]
+    assert sum(doc["classes"]["verdicts"]["hard_ham"].values()) == 20
+    mean = (runs[0]["classes"]["macro_f1_pct"] + runs[1]["classes"]["macro_f1_pct"]) / 2
+    assert doc["classes"]["macro_f1_pct"]["mean"] == pytest.approx(mean)
+    text = run_sqlite("eval", *args).stdout
+    assert "mean over 2 seeds" in text and "(all seeds)" in text
+
+
 def test_unknown_class_names_are_refused(run_sqlite: Run, corpus: Path) -> None:
     result = run_sqlite("eval", "--corpus", str(corpus), "--classes-from-names", "a,,b")
     assert result.exit_code == 2
