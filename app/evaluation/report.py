@@ -270,15 +270,20 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def write_scores(result: RunResult, corpus_root: Path, path: Path) -> None:
-    """One TSV row per message in presentation order (log-odds in nats, times in ms)."""
+    """One TSV row per message in presentation order (log-odds in nats, times in ms); a run
+    with more than two classes adds each message's corpus class and predicted class."""
     root = corpus_root.resolve()
+    classes = has_classes(result.rows)
     with path.open("w", encoding="utf-8") as out:
-        out.write("i\tlabel\tlog_odds\tverdict\tclassify_ms\tlearn_ms\tpath\n")
+        extra = "".join(f"\t{name}" for name in CLASS_COLUMNS) if classes else ""
+        out.write(f"i\tlabel\tlog_odds\tverdict\tclassify_ms\tlearn_ms\tpath{extra}\n")
         for row in result.rows:
             learn_ms = "" if row.learn_s is None else f"{1000 * row.learn_s:.3f}"
+            named = f"\t{row.item.class_name}\t{row.predicted}" if classes else ""
             out.write(
                 f"{row.position}\t{row.item.label}\t{row.log_odds!r}\t{row.verdict}\t"
-                f"{1000 * row.classify_s:.3f}\t{learn_ms}\t{_relative(row.item.path, root)}\n"
+                f"{1000 * row.classify_s:.3f}\t{learn_ms}\t{_relative(row.item.path, root)}"
+                f"{named}\n"
             )
 
 

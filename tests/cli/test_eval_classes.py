@@ -55,6 +55,16 @@ def test_three_classes_from_file_names_learned_as_ham_and_spam(
     assert sum(block["verdicts"]["hard_ham"].values()) == 10
 
 
+def test_the_scores_file_names_each_messages_classes(
+    run_sqlite: Run, corpus: Path, tmp_path: Path
+) -> None:
+    scores = tmp_path / "scores.tsv"
+    doc = _eval_json(run_sqlite, "--corpus", str(corpus), "--scores", str(scores), *SPLIT)
+    rows = [line.split("\t") for line in scores.read_text().splitlines()]
+    assert rows[0][-3:] == ["path", "class", "predicted"]
+    assert [row[-3:] for row in rows[1:]] == [row[-3:] for row in doc["messages"]["rows"]]
+
+
 def test_the_table_prints_the_confusion_matrix_and_macro_f1(run_sqlite: Run, corpus: Path) -> None:
     result = run_sqlite("eval", "--corpus", str(corpus), *SPLIT)
     assert result.exit_code == 0, result.output
