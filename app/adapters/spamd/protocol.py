@@ -50,7 +50,7 @@ CRLF = b"\r\n"
 # Our own TELL reply field: spamc's libspamc reads DidSet/DidRemove and passes over the rest.
 OUTCOME_FIELD = b"X-Spamfilter-Outcome"
 # Our own TELL request field X-Spamfilter-Class: the class to learn as, beyond spam and ham.
-_CLASS_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+_CLASS_NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")  # as the classes a site may declare
 MIN_VERSION = (1, 2)  # spamc 4 sends 1.5, Exim 1.2; 1.0/1.1 framing is not served
 MAX_HEADER_FIELDS = 255  # as spamd: more is refused (too-many-headers denial of service)
 _DETAIL_LENGTH = 200
