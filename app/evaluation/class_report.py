@@ -63,12 +63,7 @@ def class_lines(block: dict[str, Any], junk: Sequence[str]) -> list[str]:
         for name, count in block["corpus"].items()
     )
     lines = [f"classes    {learned}; junk: {', '.join(junk)}"]
-    matrix = block["confusion"]
-    head = "corpus \\ predicted".ljust(_CLASS_WIDTH + 11)
-    lines.append("confusion  " + head + "".join(c.rjust(_COUNT_WIDTH) for c in matrix["columns"]))
-    for name, counts in zip(matrix["rows"], matrix["counts"], strict=True):
-        cells = "".join(str(n).rjust(_COUNT_WIDTH) for n in counts)
-        lines.append(" " * 11 + name.ljust(_CLASS_WIDTH + 11) + cells)
+    lines += matrix_lines(block["confusion"])
     for name, score in block["per_class"].items():
         lead = "per class  " if name == next(iter(block["per_class"])) else " " * 11
         lines.append(
@@ -77,6 +72,20 @@ def class_lines(block: dict[str, Any], junk: Sequence[str]) -> list[str]:
         )
     lines.append(f"macro-F1   {_pct(block['macro_f1_pct'])}")
     return lines + verdict_lines(block["verdicts"])
+
+
+def matrix_lines(matrix: dict[str, Any]) -> list[str]:
+    """The confusion matrix, corpus classes down and predicted classes across, each column as
+    wide as its name needs."""
+    corner = "corpus \\ predicted"
+    lead = max(len(corner), *(len(name) for name in matrix["rows"])) + 2
+    widths = [max(_COUNT_WIDTH, len(name) + 2) for name in matrix["columns"]]
+    heads = "".join(c.rjust(w) for c, w in zip(matrix["columns"], widths, strict=True))
+    lines = ["confusion  " + corner.ljust(lead) + heads]
+    for name, counts in zip(matrix["rows"], matrix["counts"], strict=True):
+        cells = "".join(str(n).rjust(w) for n, w in zip(counts, widths, strict=True))
+        lines.append(" " * 11 + name.ljust(lead) + cells)
+    return lines
 
 
 def verdict_lines(verdicts: dict[str, dict[str, int]], note: str = "") -> list[str]:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.class_report import class_block, has_classes, pooled, pooled_lines
+from app.evaluation.class_report import (
+    class_block,
+    has_classes,
+    matrix_lines,
+    pooled,
+    pooled_lines,
+)
 from app.evaluation.corpus import CorpusItem
 from app.evaluation.runner import Row
 
@@ -73,3 +79,16 @@ def test_seeds_pool_macro_f1_and_sum_the_verdicts() -> None:
     assert lines[0].startswith("macro-F1   ") and "mean over 2 seeds (sd " in lines[0]
     assert lines[2] == "           hard_ham   ham 50.00%, unsure 0.00%, spam 50.00% (all seeds)"
     assert pooled([one])["macro_f1_pct"]["sd"] is None
+
+
+def test_the_matrix_columns_are_as_wide_as_their_names() -> None:
+    matrix = {
+        "rows": ["easy_ham", "a_rather_long_class_name"],
+        "columns": ["ham", "hard_ham"],
+        "counts": [[3893, 2], [40, 176]],
+    }
+    assert matrix_lines(matrix) == [
+        "confusion  corpus \\ predicted             ham  hard_ham",
+        "           easy_ham                      3893         2",
+        "           a_rather_long_class_name        40       176",
+    ]
