@@ -26,6 +26,7 @@ from click.core import ParameterSource
 from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
 from app.evaluation import compare, per_user, report, runner, seeds, session
+from app.evaluation.classes import parse_class_names
 from app.evaluation.corpus import ORDERS, CorpusError, CorpusItem
 from app.evaluation.resultfile import ResultFileError, dumps
 from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn
@@ -54,6 +55,24 @@ class SeedList(click.ParamType[list[int], Any]):
             self.fail(str(error), param, ctx)
 
 
+class ClassNames(click.ParamType[tuple[str, ...], Any]):
+    """``--classes-from-names``: ``easy_ham,hard_ham``."""
+
+    name = "CLASSES"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        if not value:
+            return ()
+        try:
+            return parse_class_names(str(value))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     corpus: Path | None
@@ -74,6 +93,7 @@ class _Options:
     resamples: int
     bootstrap_seed: int
     per_user: bool
+    classes_from_names: tuple[str, ...]
     quiet: bool
 
 
@@ -141,6 +161,14 @@ class _Options:
     is_flag=True,
     help="Compare one site-wide model, separate models per user and users with the "
     "site-wide fallback; each first folder under the corpus is one user's mail.",
+)
+@click.option(
+    "--classes-from-names",
+    type=ClassNames(),
+    default="",
+    help="Comma-separated class names: a message whose file name starts with one of them is "
+    "of that class (easy_ham,hard_ham: the SpamAssassin corpus as three classes). A class "
+    "the model does not declare is learned as its folder's ham or spam.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 @pass_state
@@ -225,7 +253,16 @@ def _plan(settings: Settings, opts: _Options) -> Plan:
         raise fail(
             "--roc-plot needs matplotlib (the 'eval' extra: pip install -e '.[eval]')", EXIT_USAGE
         )
-    plan = Plan(opts.corpus, opts.protocol, opts.folds, opts.order, opts.limit, settings, opts.skip)
+    plan = Plan(
+        opts.corpus,
+        opts.protocol,
+        opts.folds,
+        opts.order,
+        opts.limit,
+        settings,
+        opts.skip,
+        opts.classes_from_names,
+    )
     if opts.seeds and plan.effective_order != "shuffle":
         raise fail(
             f"--seeds shuffles the corpus, but {opts.corpus} is read in index order; "

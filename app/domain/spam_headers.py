@@ -8,6 +8,10 @@ so the score is L scaled linearly to put S at 5.0:
 
 so that ``score >= required_score`` with the default 5.0 is the same decision as ours. A
 ``required_score`` of 5.0 · T / S corresponds to a log-odds cut-off of T nats.
+
+Classes. A site that declares more than ham and spam gets ``X-Spam-Class: <class>``, the most
+likely class, for Sieve or procmail to file on; the other headers keep their junk-vs-not-junk
+meaning. A site with only ham and spam gets the headers it always had.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ class SpamReport:
     log_odds: float
     spam_probability: float
     clues: Sequence[Clue]
+    class_name: str | None = None  # the most likely class, shown as X-Spam-Class
+
+
+def shown_class(class_name: str, classes: Sequence[str]) -> str | None:
+    """The class for X-Spam-Class: ``class_name`` when more than two classes are declared,
+    else None (no header), so a ham/spam site's headers stay as they were."""
+    return class_name if len(classes) > 2 and class_name else None
 
 
 def spam_score(log_odds: float, spam_log_odds: float) -> float:
@@ -64,7 +75,8 @@ def is_spam(report: SpamReport) -> bool:
 
 
 def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, str]]:
-    """``X-Spam-Flag`` (spam only), ``X-Spam-Status``, ``X-Spam-Level`` and ``X-Spam-Verdict``.
+    """``X-Spam-Flag`` (spam only), ``X-Spam-Status``, ``X-Spam-Level``, ``X-Spam-Verdict`` and,
+    when the report names a class, ``X-Spam-Class``.
 
     X-Spam-Status follows SpamAssassin's ``Yes|No, score=S required=R tests=... version=V``
     with our top clues in place of rule names; X-Spam-Level has one ``*`` per score point
@@ -91,6 +103,8 @@ def spam_headers(report: SpamReport, spam_log_odds: float) -> list[tuple[str, st
             f"probability={report.spam_probability:.6f}",
         )
     )
+    if report.class_name:
+        headers.append(("X-Spam-Class", clue_symbol(report.class_name)))
     return headers
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from app.evaluation.class_report import class_block, class_lines, has_classes
 from app.evaluation.metrics import HAM, SPAM, verdict_share_pct
 from app.evaluation.runner import CV, RunResult, Summary
 from app.settings.schema import DecisionSettings, Settings
@@ -40,6 +41,7 @@ COLUMNS: tuple[tuple[str, int, str, str], ...] = (
     ("db_MB", 6, "", "db_mb"),
 )
 MESSAGE_COLUMNS = ("position", "label", "log_odds", "verdict", "path")
+CLASS_COLUMNS = ("class", "predicted")  # added to the message rows of a run with classes
 LEARNED = "learned"
 SKIPPED = "skipped"
 
@@ -113,8 +115,11 @@ def document(
         "settings": settings_used(settings),
         "host": _host(),
     }
+    with_classes = has_classes(result.rows)
+    if with_classes:
+        doc["classes"] = class_block(result.rows)
     if corpus_root is not None:
-        doc["messages"] = message_rows(result, corpus_root)
+        doc["messages"] = message_rows(result, corpus_root, with_classes)
     clean: dict[str, Any] = finite(doc)
     return clean
 
@@ -144,14 +149,17 @@ def _host() -> dict[str, Any]:
     }
 
 
-def message_rows(result: RunResult, corpus_root: Path) -> dict[str, Any]:
-    """Every classified message as ``[position, label, log_odds, verdict, path]``."""
+def message_rows(result: RunResult, corpus_root: Path, classes: bool = False) -> dict[str, Any]:
+    """Every classified message as ``[position, label, log_odds, verdict, path]``, and with
+    ``classes`` its corpus class and predicted class after them."""
     root = corpus_root.resolve()
     rows = [
         [row.position, row.item.label, row.log_odds, row.verdict, _relative(row.item.path, root)]
+        + ([row.item.class_name, row.predicted] if classes else [])
         for row in result.rows
     ]
-    return {"columns": list(MESSAGE_COLUMNS), "rows": rows}
+    columns = [*MESSAGE_COLUMNS, *(CLASS_COLUMNS if classes else ())]
+    return {"columns": columns, "rows": rows}
 
 
 def timing(result: RunResult) -> dict[str, Any]:
@@ -191,6 +199,9 @@ def table(doc: dict[str, Any]) -> str:
         *three_way_line(doc["metrics"]),
         f"learning   {_reasons(doc['learn_outcomes'])} (learn calls by outcome)",
     ]
+    if doc.get("classes"):
+        junk = doc["settings"]["model"].get("junk_classes") or [SPAM]
+        lines += class_lines(doc["classes"], junk)
     return "\n".join(lines)
 
 
@@ -259,15 +270,20 @@ def settings_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def write_scores(result: RunResult, corpus_root: Path, path: Path) -> None:
-    """One TSV row per message in presentation order (log-odds in nats, times in ms)."""
+    """One TSV row per message in presentation order (log-odds in nats, times in ms); a run
+    with more than two classes adds each message's corpus class and predicted class."""
     root = corpus_root.resolve()
+    classes = has_classes(result.rows)
     with path.open("w", encoding="utf-8") as out:
-        out.write("i\tlabel\tlog_odds\tverdict\tclassify_ms\tlearn_ms\tpath\n")
+        extra = "".join(f"\t{name}" for name in CLASS_COLUMNS) if classes else ""
+        out.write(f"i\tlabel\tlog_odds\tverdict\tclassify_ms\tlearn_ms\tpath{extra}\n")
         for row in result.rows:
             learn_ms = "" if row.learn_s is None else f"{1000 * row.learn_s:.3f}"
+            named = f"\t{row.item.class_name}\t{row.predicted}" if classes else ""
             out.write(
                 f"{row.position}\t{row.item.label}\t{row.log_odds!r}\t{row.verdict}\t"
-                f"{1000 * row.classify_s:.3f}\t{learn_ms}\t{_relative(row.item.path, root)}\n"
+                f"{1000 * row.classify_s:.3f}\t{learn_ms}\t{_relative(row.item.path, root)}"
+                f"{named}\n"
             )
 
 

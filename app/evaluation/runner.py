@@ -10,7 +10,9 @@
   folds. Learn time there includes reading and tokenising each message.
 
 The score is the log-odds log P(spam|x) - log P(ham|x) in nats (it never saturates, unlike
-the probability); a message is judged spam when the service's verdict is ``spam``.
+the probability); a message is judged spam when the service's verdict is ``spam``. With more
+classes, spam is the junk classes' summed posterior and ham the others'; each message is
+learned as ``CorpusItem.taught`` and its row keeps the most likely class (``predicted``).
 A message that cannot be read or parsed scores 0.0 (neutral), is never learned, and is
 counted in ``failures``. Times are wall-clock seconds (``time.perf_counter``).
 
@@ -102,6 +104,7 @@ class Row:
     learn_s: float | None = None
     fold: int | None = None
     error: str | None = None
+    predicted: str = ""  # the most likely class ("" when the message failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +210,7 @@ def _classify_then_learn(
         clock.failures += 1
         return _failed(position, item, elapsed, error)
     t1 = time.perf_counter()
-    feedback = service.learn(analysed, item.label, user)
+    feedback = service.learn(analysed, item.taught, user)
     t2 = time.perf_counter()
     clock.classify_s += t1 - t0
     clock.learn_s += t2 - t1
@@ -250,7 +253,7 @@ def run_cv(
 def _learn_file(service: SpamFilter, item: CorpusItem, clock: _Clock) -> None:
     t0 = time.perf_counter()
     try:
-        clock.learned(service.learn(service.analyse(item.path.read_bytes()), item.label))
+        clock.learned(service.learn(service.analyse(item.path.read_bytes()), item.taught))
     except (OSError, InvalidMessage, MessageTooLarge):
         clock.failures += 1
     clock.learn_s += time.perf_counter() - t0
@@ -291,6 +294,7 @@ def _row(
         classify_s=classify_s,
         learn_s=learn_s,
         fold=fold,
+        predicted=result.class_name,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.evaluation import report
+from app.evaluation.class_report import pooled, pooled_lines
 
 LEAD = 4  # width of the seed column
 
@@ -83,6 +84,7 @@ def document(runs: Sequence[dict[str, Any]], jobs: int = 1) -> dict[str, Any]:
         "seeds": [run["seed"] for run in runs],
         "jobs": jobs,
         "aggregate": aggregate(runs),
+        **({"classes": pooled([run["classes"] for run in runs])} if "classes" in first else {}),
         "runs": list(runs),
     }
 
@@ -114,4 +116,6 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(
             f"jobs       {doc['jobs']} seeds at a time: cls_ms and lrn_ms include contention"
         )
+    if doc.get("classes"):
+        lines += pooled_lines(doc["classes"], len(runs))
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation import report, runner
+from app.evaluation.classes import Classes
 from app.evaluation.corpus import CorpusItem, effective_order, load_corpus
 from app.evaluation.runner import ModelFactory, ProgressFn, RunResult, Summary
 from app.settings.schema import Settings
@@ -36,6 +37,7 @@ class Plan:
     limit: int | None
     settings: Settings
     skip: int = 0
+    from_names: tuple[str, ...] = ()  # file-name prefixes that name a class of their own
 
     @property
     def effective_order(self) -> str:
@@ -54,7 +56,9 @@ class Done:
 
 def load_items(plan: Plan, seed: int) -> list[CorpusItem]:
     """The plan's corpus in the order of ``seed`` (raises CorpusError, OSError)."""
-    return load_corpus(plan.corpus, order=plan.order, seed=seed, limit=plan.limit)
+    model = plan.settings.model
+    classes = Classes(model.classes, model.junk_classes)
+    return load_corpus(plan.corpus, plan.order, seed, plan.limit, classes, plan.from_names)
 
 
 def run(

@@ -27,6 +27,7 @@ from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
     is_spam,
+    shown_class,
     shown_score,
     spam_headers,
     spam_score,
@@ -183,7 +184,13 @@ class Judge:
         """``result`` as a caller who proved nothing sees it: namespaced clue values hidden
         (``exposure``), in its X-Spam headers too."""
         shown = hide_field_values(result)
-        report = SpamReport(shown.verdict, shown.log_odds, shown.spam_probability, shown.clues)
+        report = SpamReport(
+            shown.verdict,
+            shown.log_odds,
+            shown.spam_probability,
+            shown.clues,
+            shown_class(shown.class_name, self.classes),
+        )
         return replace(shown, mail_report=self._mail_report(report, shown.spam_cutoff))
 
     def _mail_report(self, report: SpamReport, spam_cut: float) -> MailReport:
@@ -222,13 +229,15 @@ class Judge:
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
         probability = nb.probability(log_mass(posteriors, self.junk))
-        report = SpamReport(decision.verdict, log_odds, probability, found)
+        class_name = most_likely(posteriors)
+        shown = shown_class(class_name, self.classes)
+        report = SpamReport(decision.verdict, log_odds, probability, found, shown)
         return Classification(
             verdict=decision.verdict,
             reason=decision.reason,
             spam_probability=probability,
             log_odds=log_odds,
-            class_name=most_likely(posteriors),
+            class_name=class_name,
             log_posteriors=posteriors,
             clues=found,
             clue_counts=judged.counts_of(clue.token for clue in found),

@@ -87,7 +87,9 @@ def make_console(make_settings: Callable[..., Settings]) -> Iterator[MakeConsole
         upgrade(engine)
         holder: list[SpamFilter] = []
         recorder = Recorder(lambda events: holder[0].history.record(events), 60, 10_000, 10_000)
-        service = SpamFilter(Store(engine), settings, [recorder], "http")
+        store = Store(engine, classes=settings.model.classes)
+        store.prepare_classes()
+        service = SpamFilter(store, settings, [recorder], "http")
         holder.append(service)
         client = TestClient(create_app(settings, service), base_url="https://testserver")
         context = client.__enter__()

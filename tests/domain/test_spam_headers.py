@@ -12,6 +12,7 @@ from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
     clue_symbol,
+    shown_class,
     shown_score,
     spam_headers,
     spam_score,
@@ -97,3 +98,23 @@ def test_clue_symbol_replaces_each_unsafe_character_and_keeps_forty(token: str) 
     """The rule character by character: printable ASCII but , ; " \\ kept, the rest '_'."""
     expected = "".join(ch if 32 < ord(ch) < 127 and ch not in ',;"\\' else "_" for ch in token)[:40]
     assert clue_symbol(token) == expected
+
+
+def test_a_named_class_comes_last_as_x_spam_class() -> None:
+    named = SpamReport(Verdict.SPAM, 36.0, 0.9, [], "phishing")
+    headers = spam_headers(named, 15.0)
+    assert headers[-1] == ("X-Spam-Class", "phishing")
+    assert headers[:-1] == spam_headers(SpamReport(Verdict.SPAM, 36.0, 0.9, []), 15.0)
+    assert "X-Spam-Class" not in dict(spam_headers(report(Verdict.SPAM, 36.0), 15.0))
+
+
+def test_a_class_is_shown_only_where_more_than_two_are_declared() -> None:
+    assert shown_class("newsletter", ("ham", "spam", "newsletter")) == "newsletter"
+    assert shown_class("spam", ("ham", "spam")) is None
+    assert shown_class("", ("ham", "spam", "newsletter")) is None
+
+
+def test_a_class_header_is_single_line_ascii() -> None:
+    odd = SpamReport(Verdict.HAM, -3.0, 0.1, [], "news\r\nBcc: x, ü")
+    value = dict(spam_headers(odd, 15.0))["X-Spam-Class"]
+    assert value.isascii() and "\n" not in value and "," not in value and " " not in value

@@ -136,6 +136,7 @@ class _Classified:
     def __init__(self, verdict: Verdict, log_odds: float) -> None:
         self.verdict, self.log_odds, self.reason = verdict, log_odds, None
         self.spam_probability = 1 / (1 + math.exp(-log_odds))
+        self.class_name = "spam" if log_odds > 0 else "ham"  # the most likely class
 
 
 def test_online_tokenises_once_and_classifies_before_learning(tmp_path: Path) -> None:

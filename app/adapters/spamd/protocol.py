@@ -14,6 +14,10 @@ SpamAssassin 4.0's spamd byte for byte (spamd/spamd.raw; spamd/PROTOCOL):
   (spamd writes one more than the blank line; clients stop at the blank line). The protocol
   has no word for "not learned on purpose", so such a reply adds our own
   ``X-Spamfilter-Outcome: skipped`` line, which spamc (like any client) ignores.
+  ``Message-class`` is ``spam`` or ``ham`` only, as in spamd; a class of a site that declares
+  more (``newsletter``, ``phishing``) comes in our own request field
+  ``X-Spamfilter-Class: CLASS``, which spamd and this codec's older versions pass over. With
+  both fields, Message-class must name the class's side (``spam`` for a junk class).
 * PING: ``SPAMD/1.5 0 PONG``; from 1.5 the request carries a header block (usually empty).
   SKIP: no reply at all.
 * refusals: ``SPAMD/1.0 <sysexits code> <title>: <detail>``, then the connection closes.
@@ -28,6 +32,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum, StrEnum
 
 from app.adapters.spamd.report import CheckResult, format_report, wire_score
+from app.domain.labels import CLASS_NAME
 from app.domain.rewrite import add_headers, drop_spam_headers, header_block
 from app.domain.spam_headers import clue_symbol
 from app.errors import (
@@ -45,6 +50,7 @@ from app.errors import (
 CRLF = b"\r\n"
 # Our own TELL reply field: spamc's libspamc reads DidSet/DidRemove and passes over the rest.
 OUTCOME_FIELD = b"X-Spamfilter-Outcome"
+# Our own TELL request field X-Spamfilter-Class: the class to learn as, beyond spam and ham.
 MIN_VERSION = (1, 2)  # spamc 4 sends 1.5, Exim 1.2; 1.0/1.1 framing is not served
 MAX_HEADER_FIELDS = 255  # as spamd: more is refused (too-many-headers denial of service)
 _DETAIL_LENGTH = 200
@@ -153,6 +159,7 @@ class RequestHead:
     user: str | None = None
     compressed: bool = False
     message_class: str | None = None  # "spam" or "ham"
+    class_name: str | None = None  # X-Spamfilter-Class: any class the site declares
     set_local: bool = False
     set_remote: bool = False
     remove_local: bool = False
@@ -250,8 +257,10 @@ def parse_request(data: bytes, max_bytes: int) -> Request:
     return Request(head, body)
 
 
-def tell_action(head: RequestHead) -> TellAction:
-    """What a TELL asks: ``Set: local`` learns as Message-class, ``Remove: local`` forgets.
+def tell_action(head: RequestHead, junk_classes: Sequence[str] = ("spam",)) -> TellAction:
+    """What a TELL asks: ``Set: local`` learns as X-Spamfilter-Class, else as Message-class;
+    ``Remove: local`` forgets. With both fields, Message-class must be ``spam`` exactly when
+    the class is one of ``junk_classes``.
 
     Reporting to remote databases (``remote``) is not offered; like spamd with no reporter
     configured, the reply then simply lacks ``DidSet: remote``.
@@ -261,6 +270,14 @@ def tell_action(head: RequestHead) -> TellAction:
     if head.set_remote and head.remove_remote:
         raise bad_request("Unable to set remote and remove remote in the same operation.")
     if head.set_local:
+        if head.class_name is not None:
+            junk = head.class_name in junk_classes
+            if head.message_class not in (None, "spam" if junk else "ham"):
+                raise bad_request(
+                    f"(Message-class {head.message_class} disagrees with "
+                    f"X-Spamfilter-Class {head.class_name})"
+                )
+            return TellAction(learn=head.class_name)
         if head.message_class is None:
             raise bad_request("(Set: local needs Message-class: spam or ham)")
         return TellAction(learn=head.message_class)
@@ -382,10 +399,8 @@ def _apply_field(head: RequestHead, name: str, value: str) -> RequestHead:
             if any(ord(ch) < 32 for ch in value):
                 raise bad_request("(User header contains control chars)")
             return replace(head, user=value or None)
-        case "message-class":
-            if value.lower() not in ("spam", "ham"):
-                raise bad_request("(Message-class header contains invalid class)")
-            return replace(head, message_class=value.lower())
+        case "message-class" | "x-spamfilter-class":
+            return _with_class(head, name, value.lower())
         case "set" | "remove":
             local, remote = "local" in value.lower(), "remote" in value.lower()
             if name == "set":
@@ -396,6 +411,17 @@ def _apply_field(head: RequestHead, name: str, value: str) -> RequestHead:
                 raise bad_request(f"(compression type not supported: {value})")
             return replace(head, compressed=True)
     return head
+
+
+def _with_class(head: RequestHead, name: str, value: str) -> RequestHead:
+    """Message-class (spam or ham), or X-Spamfilter-Class (a class name), set on ``head``."""
+    if name == "message-class":
+        if value not in ("spam", "ham"):
+            raise bad_request("(Message-class header contains invalid class)")
+        return replace(head, message_class=value)
+    if CLASS_NAME.fullmatch(value) is None:
+        raise bad_request("(X-Spamfilter-Class header contains invalid class)")
+    return replace(head, class_name=value)
 
 
 def _split_field(field: bytes) -> tuple[str, str]:

@@ -81,6 +81,7 @@ class SpamdServer:
         self._port = settings.spamd.port
         self._allow_tell = settings.spamd.allow_tell
         self._tell_from = networks(settings.spamd.tell_from)
+        self._junk_classes = settings.model.junk_classes
         self._training_margin = settings.training_margin
         self._timeout = settings.spamd.timeout_seconds
         self._idle_timeout = settings.spamd.idle_timeout_seconds
@@ -281,7 +282,7 @@ class SpamdServer:
                 raise SpamdError(
                     ExitCode.NOPERM, f"TELL from {peer} is not allowed (spamd.tell_from)"
                 )
-            tell_action(head)
+            tell_action(head, self._junk_classes)
         if head.content_length is not None and head.content_length > self._max_bytes:
             raise MessageTooLarge(
                 f"Content-length {head.content_length} is over the limit of {self._max_bytes} bytes"
@@ -298,7 +299,7 @@ class SpamdServer:
         """The service's answer to a request."""
         head = request.head
         if head.line.method is Method.TELL:
-            return self._tell(tell_action(head), request.body, head.user)
+            return self._tell(tell_action(head, self._junk_classes), request.body, head.user)
         result = self._service.classify(request.body, head.user)
         report = result.mail_report
         log.info(

@@ -152,13 +152,14 @@ def result_panel(result: Classification) -> str:
     )
 
 
-def learn_buttons(csrf: str, admin: bool, extra: str = "") -> str:
-    """Learn as ham / spam and forget buttons (admin sessions only)."""
+def learn_buttons(csrf: str, admin: bool, extra: str = "", classes: Sequence[str] = LABELS) -> str:
+    """A learn button per declared class (ham and spam by default) and a forget button
+    (admin sessions only)."""
     if not admin:
         return '<p class="hint">Learning needs an admin (API) token.</p>'
     buttons = "".join(
-        f'<button type="submit" name="action" value="{e(label)}">Learn as {e(label)}</button>'
-        for label in LABELS
+        f'<button type="submit" name="action" value="{e(name)}">Learn as {e(name)}</button>'
+        for name in classes
     )
     return (
         f'<div class="actions">{csrf_field(csrf)}{extra}{buttons}'
@@ -173,15 +174,16 @@ def scan_body(
     result: Classification | None = None,
     learned: FeedbackResult | None = None,
     error: str = "",
+    classes: Sequence[str] = LABELS,
 ) -> str:
-    """Paste or upload a message; classify, learn or forget it."""
+    """Paste or upload a message; classify, learn it as one of ``classes`` or forget it."""
     told = ""
     if learned is not None:
         what = f"as {learned.label}" if learned.label else ""
         told = notice(
             f"{learned.outcome.value} {what}".strip() + f" ({learned.digest[:12]}…)", "ok"
         )
-    buttons = learn_buttons(csrf, admin)
+    buttons = learn_buttons(csrf, admin, classes=classes)
     return (
         (notice(error, "error") if error else "")
         + told
@@ -255,8 +257,16 @@ def history_body(entries: Sequence[Entry], chosen: EntryFilter, adapters: Sequen
     return form + listing + more
 
 
-def entry_body(entry: Entry, kept: bool, csrf: str, admin: bool, told: str = "") -> str:
-    """One verdict: its facts, its clue chart, and learning it while its tokens are kept."""
+def entry_body(
+    entry: Entry,
+    kept: bool,
+    csrf: str,
+    admin: bool,
+    told: str = "",
+    classes: Sequence[str] = LABELS,
+) -> str:
+    """One verdict: its facts, its clue chart, and learning it as one of ``classes`` while
+    its tokens are kept."""
     details = facts(
         [
             ("Time (UTC)", e(when(entry.at))),
@@ -275,7 +285,7 @@ def entry_body(entry: Entry, kept: bool, csrf: str, admin: bool, told: str = "")
     if kept:
         actions = (
             f'<form method="post" action="/ui/history/{entry.id}">'
-            f"{learn_buttons(csrf, admin)}</form>"
+            f"{learn_buttons(csrf, admin, classes=classes)}</form>"
         )
     else:
         actions = notice("Its tokens are no longer kept: it can no longer be learned from here.")

@@ -46,7 +46,6 @@ from app.api.console.pages import (
 )
 from app.api.console.session import LOGIN_COOKIE, Session, new_nonce
 from app.api.dependencies import ServiceDep, SettingsDep
-from app.domain.labels import LABELS
 from app.errors import MessageTooLarge, SpamFilterError
 from app.service import SpamFilter
 from app.service.console_access import client_key
@@ -196,11 +195,11 @@ async def entry(
     if found is None:
         return _page(request, session, "Not found", "<p>No such history entry.</p>", "history", 404)
     shown, analysed = found
+    classes = _classes(request)
     done = request.query_params.get("done", "")
-    told = done if done in _DONE else ""
-    body = entry_body(
-        shown, analysed is not None, keys_of(request).csrf(session.nonce), session.is_admin, told
-    )
+    told = done if done in _done(classes) else ""
+    csrf = keys_of(request).csrf(session.nonce)
+    body = entry_body(shown, analysed is not None, csrf, session.is_admin, told, classes)
     return _page(request, session, "Verdict", body, "history")
 
 
@@ -220,7 +219,7 @@ async def learn_entry(
         raise Forbidden("this entry's tokens are no longer kept")
     if action == "forget":
         result = await call_service(request, service.forget, analysed, user=shown.user)
-    elif action in LABELS:
+    elif action in _classes(request):
         result = await call_service(request, service.learn, analysed, action, user=shown.user)
     else:
         raise Forbidden("unknown action")
@@ -232,7 +231,8 @@ async def learn_entry(
 async def scan_form(request: Request, session: SessionDep) -> Response:
     """Paste or upload a message."""
     csrf = keys_of(request).csrf(session.nonce)
-    return _page(request, session, "Scan and learn", scan_body(csrf, session.is_admin), "scan")
+    body = scan_body(csrf, session.is_admin, classes=_classes(request))
+    return _page(request, session, "Scan and learn", body, "scan")
 
 
 @router.post("/scan")
@@ -253,7 +253,8 @@ def _scan_refused(
 ) -> Response:
     """The scan page with ``error`` and an empty form: what was sent is never echoed back."""
     told = f"{error.code}: {error}"
-    body = scan_body(keys_of(request).csrf(session.nonce), session.is_admin, error=told)
+    csrf = keys_of(request).csrf(session.nonce)
+    body = scan_body(csrf, session.is_admin, error=told, classes=_classes(request))
     return _page(request, session, "Scan and learn", body, "scan", status_code)
 
 
@@ -270,19 +271,27 @@ async def _scan(
     try:
         if action == "forget":
             learned = await call_service(request, service.forget, raw, form="auto")
-        elif action in LABELS:
+        elif action in _classes(request):
             learned = await call_service(request, service.learn, raw, action, form="auto")
         result = await call_service(request, service.classify, raw, form="auto")
     except SpamFilterError as error:
         return _scan_refused(request, session, error, 400)
     shown = raw_text or raw.decode("utf-8", "replace")
-    body = scan_body(csrf, session.is_admin, shown, result, learned)
+    body = scan_body(csrf, session.is_admin, shown, result, learned, classes=_classes(request))
     return _page(request, session, "Scan and learn", body, "scan")
 
 
-_DONE = frozenset(
-    [o.value for o in Outcome] + [f"{o.value} as {label}" for o in Outcome for label in LABELS]
-)
+def _classes(request: Request) -> tuple[str, ...]:
+    """The classes the site declares: one learn button each."""
+    classes: tuple[str, ...] = request.app.state.settings.model.classes
+    return classes
+
+
+def _done(classes: tuple[str, ...]) -> frozenset[str]:
+    """What an entry page may say was done (anything else in ``done=`` is not shown)."""
+    return frozenset(
+        [o.value for o in Outcome] + [f"{o.value} as {name}" for o in Outcome for name in classes]
+    )
 
 
 def _an_id(text: str) -> bool:

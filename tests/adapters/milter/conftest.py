@@ -85,7 +85,7 @@ def _env_value(value: object) -> str:
         return ""  # left unset: the default
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return ",".join(str(item) for item in value)
     return str(value)
 
