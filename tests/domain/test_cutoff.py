@@ -124,7 +124,8 @@ RISING = Calibration(floor=7.0, ceiling=15.0, ham_rate=0.001, min_ham=500, confi
 
 @pytest.mark.parametrize(
     ("n", "rate", "alpha"),
-    [(500, 0.001, 0.05), (1000, 0.001, 0.05), (6237, 0.001, 0.05), (6237, 0.001, 0.2),
+    [(500, 0.001, 0.05), (1000, 0.001, 0.05), (6237, 0.001, 0.05), (6237, 0.001, 0.1),
+     (6237, 0.001, 0.2),
      (20_000, 0.001, 0.05), (20_000, 0.5, 0.05), (10, 0.3, 0.5), (3, 0.9, 0.01)],
 )  # fmt: skip
 def test_binomial_upper_critical_matches_scipy(n: int, rate: float, alpha: float) -> None:
@@ -141,6 +142,18 @@ def test_a_few_ham_above_the_ceiling_leave_it_where_it_is() -> None:
     scores = [-30.0] * 6226 + [16.2, 17.0, 18.3, 19.9, 21.0, 22.4, 25.1, 26.3, 30.0, 34.0, 45.0]
     assert spam_cutoff(histogram_of(scores), RISING) == 15.0
     assert spam_cutoff(histogram_of(scores), DEFAULT) == DEFAULT.ceiling
+
+
+def test_at_90_percent_the_same_ham_above_the_ceiling_raise_it() -> None:
+    # The default confidence: a 0.1 % loss gives 11 or more of 6,237 above 15 nats with
+    # probability below 10 % (10 is the critical count), so the eleven ham above the ceiling
+    # that leave it standing at 95 % lift it to the lowest bin edge with at most 6.237 above:
+    # 21.5, the top of the bin that holds the seventh highest, 21.0.
+    assert binomial_upper_critical(6237, 0.001, 0.10) == 10
+    scores = [-30.0] * 6226 + [16.2, 17.0, 18.3, 19.9, 21.0, 22.4, 25.1, 26.3, 30.0, 34.0, 45.0]
+    ninety = Calibration(floor=7.0, ceiling=15.0, ham_rate=0.001, min_ham=500, confidence=0.9)
+    assert spam_cutoff(histogram_of(scores), ninety) == 21.5
+    assert sum(1 for s in scores if s > 21.5) == 6
 
 
 def test_the_cut_off_rises_past_a_ceiling_the_ham_shows_too_low() -> None:
