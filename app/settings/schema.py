@@ -35,9 +35,7 @@ class ModelSettings(BaseModel):
     alpha: float = Field(
         1.0, gt=0, allow_inf_nan=False, description="additive smoothing; 1 is Laplace"
     )
-    # Why presence: online on the SpamAssassin corpus (seed 1) counting each token once per
-    # message gives 1-ROCA% 0.242 against 0.519 for every occurrence (as SpamBayes and
-    # SpamAssassin count; Schneider 2004 reports the same for multinomial NB on mail).
+    # why presence: half the 1-ROCA% of counting occurrences (docs/accuracy.md#defaults-measured)
     counting: Literal["occurrences", "presence"] = Field(
         "presence", description="count every occurrence of a token, or once per message"
     )
@@ -46,10 +44,7 @@ class ModelSettings(BaseModel):
         description="multinomial, or bernoulli (scores every vocabulary token: slower on large"
         " models)",
     )
-    # Why 25 per kind: online over seeds 1-5 of the SpamAssassin corpus with thick training,
-    # the 25 most decisive body words plus the 25 most decisive header/URL/MIME tokens give
-    # mean 1-ROCA% 0.081, against 0.092 for the 50 most decisive tokens of any kind (20+20:
-    # 0.083, 30+30: 0.078; one budget of 25: 0.101, of 100: 0.139, every token: 0.166).
+    # why 25 per kind: the best of the budgets measured (docs/accuracy.md#defaults-measured)
     top_tokens: int = Field(
         25, ge=0, description="score only the N most decisive tokens (0: every token)"
     )
@@ -57,10 +52,7 @@ class ModelSettings(BaseModel):
         True,
         description="apply top_tokens to body words and to header/URL/MIME tokens separately",
     )
-    # Why length normalisation with a floor of 10: online on the SpamAssassin corpus, mean
-    # 1-ROCA% over seeds 1-5 0.070 against 0.076 without (lower on every seed), over seeds 1-30
-    # 0.069 against 0.072 (lower on 20); floors 1, 5 and 15 give 0.070, 0.070 and 0.069 over
-    # the 30. sm% at the cut-off where hm% = 0.3 falls from 5.8 to 5.3; 5-fold CV 0.022 -> 0.018.
+    # why a floor of 10: lower 1-ROCA% on every seed (docs/accuracy.md#defaults-measured)
     normalise_length: bool = Field(
         True,
         description="weight a kind with fewer than top_tokens tokens as if it had top_tokens",
@@ -68,10 +60,7 @@ class ModelSettings(BaseModel):
     length_floor: int = Field(
         10, ge=1, description="normalise_length: weigh a kind as at least this many tokens"
     )
-    # Why 10: online over seeds 1-30 of the SpamAssassin corpus, counting once the tokens of
-    # one kind whose learned counts are identical (from at least N messages) takes sm% at the
-    # cut-off where hm% = 0.3 from 4.62 to 4.17, and sm% at 10 nats from 6.04 to 5.50, with
-    # hm% 0.220 -> 0.218; N = 7, 15, 20 and 30 give 4.35, 4.07, 4.25 and 4.14.
+    # why 10: fewer spam missed at the same ham lost (docs/accuracy.md#defaults-measured)
     distinct_min_messages: int = Field(
         10,
         ge=0,
@@ -120,15 +109,7 @@ class DecisionSettings(BaseModel):
     """Verdict cut-offs on the log-odds (nats) and the training guard rail."""
 
     ham_log_odds: float = Field(0.0, allow_inf_nan=False, description="ham below this log-odds")
-    # Why a cut-off that follows the site's ham, between 7 and 15 nats: one fixed cut-off
-    # loses a different share of ham on different mail. Online, at 8 nats 0.27 % of ham was
-    # judged spam on the SpamAssassin corpus (mean of seeds 1-5) against 0.05-0.07 % on the
-    # two Enron mailboxes, and a cut-off high enough for the first leaves half of Enron user
-    # 1's spam unsure. The cut-off above which at most 0.1 % of the ham scored so far lies,
-    # kept between 7 and 15, and 15 until 500 ham have been scored, keeps every one of those
-    # streams under 0.1 % (at most 0.096 % on a SpamAssassin seed; a ceiling of 14 gives
-    # 0.120 %), and the Enron users' own models with the site-wide fallback too (a floor of
-    # 6 gives 0.109 % there). docs/evaluation.md, "The spam cut-off, measured", has the rest.
+    # why 7 to 15: every stream under 0.1 % ham lost (docs/evaluation.md#the-spam-cut-off-measured)
     spam_log_odds: float = Field(
         7.0,
         allow_inf_nan=False,
@@ -140,7 +121,7 @@ class DecisionSettings(BaseModel):
         description="the ceiling of the spam cut-off, used until min_ham ham messages have "
         "scored; the cut-off rises past it only as ceiling_confidence says",
     )
-    # Why 0.9: replayed on 49 recorded runs, fewer ham lost, never more; docs/accuracy.md.
+    # why 0.9: replayed on 49 recorded runs, fewer ham lost, never more (docs/accuracy.md)
     ceiling_confidence: float = Field(
         0.9,
         ge=0,
@@ -499,20 +480,14 @@ class Settings(BaseSettings):
         pattern=r"^[^\s:]+$",
         description="the site-wide model's name; users' models are named under it",
     )
-    # Why thick: online over seeds 1-5 with the 50-token model, learning only messages that
-    # are misclassified or within 30 nats of the boundary gives mean 1-ROCA% 0.092 against
-    # 0.171 for learning everything (CRM114's thick threshold and DSPAM's TUNE do the same).
+    # why thick: half the 1-ROCA% of learning everything (docs/accuracy.md#defaults-measured)
     training_mode: Literal["everything", "thick"] = Field(
         "thick", description="learn every labelled message, or only the hard ones"
     )
     training_margin: float = Field(
         30.0, ge=0, allow_inf_nan=False, description="thick mode: |log-odds| learned below"
     )
-    # Why 0.3: with a 30-nat margin alone a server stream's long, header-rich messages soon
-    # clear it, and the model stopped learning (1,321 of the first 25,000 TREC 2007 messages);
-    # learning also what is 30 % new took spam missed at 0.1 % of ham lost on the last 10,000
-    # of them from 3.79 % to 0.65 %, with no significant change in 1-ROCA% on the
-    # SpamAssassin corpus or either Enron user (0.25 worsened Enron user 1). docs: accuracy.md.
+    # why 0.3: the model kept learning a server's stream (docs/accuracy.md#learning-what-is-new)
     training_novelty: float = Field(
         0.3,
         ge=0,
