@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from app.domain.classes import class_margin
+from app.domain.classes import training_lead
 from app.domain.decision import worth_learning
 from app.domain.labels import parse_class
 from app.errors import InvalidLabel, StorageConflict
@@ -172,9 +172,11 @@ class Trainer:
             return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.min_messages
         novelty_margin = self._settings.training_novelty
-        # How far the label leads the likeliest other class: with ham and spam alone, the
-        # log-odds for spam and their negation for ham.
-        lead = None if scored is None else class_margin(scored.log_posteriors, label)
+        # Right when the label is the likeliest class; learned unless its side (junk or not)
+        # also leads by the margin: with ham and spam alone, the log-odds for spam and their
+        # negation for ham.
+        junk = self._judge.junk
+        lead = None if scored is None else training_lead(scored.log_posteriors, label, junk)
         learn = worth_learning(
             lead,
             label,
