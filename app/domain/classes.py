@@ -61,6 +61,21 @@ def class_margin(log_posteriors: Mapping[str, float], target: str) -> float | No
     return own - max(others)
 
 
+def training_lead(
+    log_posteriors: Mapping[str, float], target: str, junk: Collection[str]
+) -> float | None:
+    """What thick training weighs for a message of class ``target``, in nats: while another
+    class is likelier, ``class_margin`` (<= 0: wrong, so learned); else how far the side of
+    ``target`` (junk or not-junk) leads the other side, ``junk_log_odds`` or its negation.
+    None when ``class_margin`` is. With ham and spam alone, the log-odds for spam (negated
+    for ham), bit for bit: the verdict's margin, as before."""
+    lead = class_margin(log_posteriors, target)
+    if lead is None or lead <= 0:
+        return lead
+    odds = junk_log_odds(log_posteriors, junk)
+    return odds if target in junk else -odds
+
+
 def grouped_messages(learned: Mapping[str, int], junk: Collection[str]) -> dict[str, int]:
     """Learned messages of the not-junk and of the junk classes (keys ``not_junk`` and
     ``junk``): a verdict waits until each side has learned enough, not each class."""

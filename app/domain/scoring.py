@@ -219,6 +219,7 @@ def own_multinomial(
         group=group_of(params),
         floor=params.floor,
         distinct=params.distinct,
+        junk=params.junk,
     )
 
 
@@ -261,6 +262,7 @@ def score_user(
         top=params.top,
         group=group_of(params),
         floor=params.floor,
+        junk=params.junk,
     )
     own_classes = scored_classes(own_totals, params)
     if own_classes is None or not gives_verdicts(own_totals, params):

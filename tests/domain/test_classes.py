@@ -22,6 +22,7 @@ from app.domain.classes import (
     log_mass,
     most_likely,
     scorable,
+    training_lead,
 )
 from app.domain.labels import MAX_CLASSES, check_classes, parse_class
 from app.domain.naive_bayes import NEG_INF, ClassTotals, Evidence, Scored, multinomial
@@ -66,6 +67,8 @@ def test_two_classes_give_the_spam_ham_log_odds_bit_for_bit(seed: int) -> None:
     assert class_margin(posteriors, "spam") == odds
     assert class_margin(posteriors, "ham") == -odds
     assert junk_pair(posteriors, ("spam",)) == ("spam", "ham")
+    assert training_lead(posteriors, "spam", ("spam",)) == odds
+    assert training_lead(posteriors, "ham", ("spam",)) == -odds
 
 
 @pytest.mark.parametrize("n_classes", [3, 5])
@@ -136,6 +139,21 @@ def test_a_class_missing_from_the_posteriors_has_probability_zero() -> None:
     assert junk_log_odds(posteriors, ("spam", "phishing")) == posteriors["spam"] - posteriors["ham"]
     assert class_margin(posteriors, "phishing") is None
     assert class_margin({"ham": 0.0}, "ham") is None
+
+
+def test_thick_training_weighs_the_side_once_the_class_leads() -> None:
+    # P(ham, hard_ham, spam) = 0.5, 0.3, 0.2: ham leads hard_ham by log(5/3) nats only,
+    # and the not-junk side leads spam by log(0.8/0.2) = log 4.
+    posteriors = {"ham": log(0.5), "hard_ham": log(0.3), "spam": log(0.2)}
+    junk = ("spam",)
+    assert math.isclose(training_lead(posteriors, "ham", junk) or 0.0, log(4))
+    # A hard ham message the model thinks is ham: wrong class, its class margin (< 0).
+    assert training_lead(posteriors, "hard_ham", junk) == log(0.3) - log(0.5)
+    assert training_lead(posteriors, "spam", junk) == log(0.2) - log(0.5)
+    # A spam message judged spam: the junk side's lead, log(0.6 / 0.4).
+    spammy = {"ham": log(0.3), "hard_ham": log(0.1), "spam": log(0.6)}
+    assert math.isclose(training_lead(spammy, "spam", junk) or 0.0, log(0.6 / 0.4))
+    assert training_lead(spammy, "phishing", ("spam", "phishing")) is None
 
 
 def test_most_likely_takes_the_first_of_equals() -> None:

@@ -293,3 +293,41 @@ def test_the_score_is_the_documented_sum_to_the_last_bit(
         items, totals=totals, vocabulary=90, alpha=1.0, top=top, group=kind, floor=floor
     )
     assert scored.log_joint == reference(items, totals, 90, top, floor)
+
+
+THREE = {
+    "ham": nb.ClassTotals(messages=10, tokens=100),
+    "hard_ham": nb.ClassTotals(messages=10, tokens=100),
+    "spam": nb.ClassTotals(messages=10, tokens=100),
+}
+
+
+def three(token: str, ham: int, hard_ham: int, spam: int) -> nb.Evidence:
+    return nb.Evidence(token, 1, {"ham": ham, "hard_ham": hard_ham, "spam": spam})
+
+
+def test_with_junk_named_more_than_two_classes_rank_by_junk_against_not_junk() -> None:
+    # "bulk" tells ham from hard ham (spread log 31) but junk from not-junk less than
+    # "viagra" does; "offer" is as common in hard ham as in spam.
+    items = [three("bulk", 0, 30, 15), three("viagra", 0, 0, 12), three("offer", 0, 20, 20)]
+    spread = nb.multinomial(items, totals=THREE, vocabulary=50, alpha=1.0, top=1)
+    assert set(spread.contributions) == {"bulk"}
+    ranked = nb.multinomial(items, totals=THREE, vocabulary=50, alpha=1.0, top=1, junk=("spam",))
+    assert set(ranked.contributions) == {"viagra"}
+    sides = [False, False, True]
+    d = math.log(150)  # the shared denominator 100 + 50
+    terms = {item.token: [math.log(c + 1) - d for c in item.counts.values()] for item in items}
+    # |log P(t|spam) - log((P(t|ham) + P(t|hard_ham)) / 2)|, term by term.
+    assert math.isclose(nb.junk_spread(terms["viagra"], sides), math.log(13))
+    assert math.isclose(nb.junk_spread(terms["bulk"], sides), math.log(16 / 16))
+    assert math.isclose(nb.junk_spread(terms["offer"], sides), abs(math.log(21 / 11)))
+
+
+def test_junk_spread_of_one_class_a_side_is_the_two_class_spread() -> None:
+    assert nb.junk_spread([-3.5, -1.25], [False, True]) == 2.25
+    assert nb.junk_spread([-1.25, -3.5], [False, True]) == 2.25
+    # Two labels keep the spread ranking bit for bit, junk named or not.
+    items = [evidence("strong", 0, 30), evidence("weak", 5, 6), evidence("medium", 9, 1)]
+    plain = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2)
+    named = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2, junk=("spam",))
+    assert named == plain

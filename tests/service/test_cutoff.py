@@ -22,8 +22,11 @@ SPAMMY_HAM = [
 ]
 
 
-def calibrated(make_settings: MakeSettings, **decision: object) -> Settings:
+def calibrated(
+    make_settings: MakeSettings, model: dict[str, object] | None = None, **decision: object
+) -> Settings:
     return make_settings(
+        model=model or {},
         decision={
             "calibrate": True,
             "spam_log_odds": 2.0,
@@ -32,7 +35,7 @@ def calibrated(make_settings: MakeSettings, **decision: object) -> Settings:
             "min_ham": 20,
             "min_messages": 1,
             **decision,
-        }
+        },
     )
 
 
@@ -41,6 +44,15 @@ def train(service: SpamFilter, per_label: int, user: str | None = None) -> None:
     for serial in range(per_label):
         service.learn(spam_message(rng, 2 * serial), "spam", user=user)
         service.learn(ham_message(rng, 2 * serial + 1), "ham", user=user)
+
+
+def learn_spammy(service: SpamFilter, label: str) -> list[float]:
+    """Learn SPAMMY_HAM as ``label``; their log-odds just before each was learned."""
+    scores = []
+    for raw in SPAMMY_HAM:
+        scores.append(service.classify(raw).log_odds)
+        service.learn(raw, label)
+    return scores
 
 
 def test_the_ceiling_until_min_ham_have_scored(
@@ -77,10 +89,7 @@ def test_spammy_ham_raises_the_cut_off_above_its_scores(
     # high before each is learned, leave at most 3 above it.
     service = make_service(calibrated(make_settings))
     train(service, per_label=30)
-    scores = []
-    for raw in SPAMMY_HAM:
-        scores.append(service.classify(raw).log_odds)
-        service.learn(raw, "ham")
+    scores = learn_spammy(service, "ham")
     assert service.stats().ham_scored == 35
     high = sorted(scores)
     assert high[0] > 2.5, "the test needs ham that scores well above the floor"
@@ -116,6 +125,48 @@ def test_a_ham_message_is_scored_once_and_forgetting_or_relabelling_takes_it_out
     service.forget(other)
     assert service.stats().ham_scored == before
     assert snapshot(database_url) == held
+
+
+# A site's wanted mail of two kinds and its junk of two.
+CLASSES = {"classes": "ham,spam,newsletter,phishing", "junk_classes": "spam,phishing"}
+
+
+@pytest.mark.parametrize("mode", ["everything", "thick"])
+def test_every_not_junk_class_scores_as_ham_and_no_junk_class_does(
+    make_settings: MakeSettings, make_service: MakeService, mode: str
+) -> None:
+    # The cut-off weighs junk against not-junk: it is chosen from all the mail the site
+    # wants, whatever class that mail is learned as.
+    settings = calibrated(make_settings, CLASSES).model_copy(update={"training_mode": mode})
+    service = make_service(settings)
+    train(service, per_label=5)
+    before = service.stats().ham_scored
+    assert before == 4
+    service.learn(SPAMMY_HAM[0], "newsletter")
+    assert service.stats().ham_scored == before + 1
+    service.learn(SPAMMY_HAM[1], "phishing")
+    assert service.stats().ham_scored == before + 1
+    # Relabelled as junk, or forgotten, its score is taken out again.
+    service.learn(SPAMMY_HAM[0], "phishing")
+    assert service.stats().ham_scored == before
+    service.learn(SPAMMY_HAM[2], "newsletter")
+    service.forget(SPAMMY_HAM[2])
+    assert service.stats().ham_scored == before
+
+
+def test_spammy_mail_of_a_not_junk_class_raises_the_cut_off(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    # As in test_spammy_ham_raises_the_cut_off_above_its_scores, with the spammy mail
+    # learned as newsletters: at most 3 of the 35 not-junk scores lie above the cut-off.
+    service = make_service(calibrated(make_settings, CLASSES))
+    train(service, per_label=30)
+    scores = learn_spammy(service, "newsletter")
+    assert service.stats().ham_scored == 35
+    assert sorted(scores)[0] > 2.5, "the test needs mail that scores well above the floor"
+    cut = service.stats().spam_cutoff
+    assert cut > 2.0
+    assert sum(1 for score in scores if score > cut) <= 3
 
 
 def test_thick_training_scores_skipped_ham_too(
