@@ -485,13 +485,22 @@ def classes_command(
 @click.option(
     "--limit", type=click.IntRange(min=4), help="Only the first N of the users' interleaved mail."
 )
+@click.option(
+    "--postgres-url",
+    help="Measure on PostgreSQL: a scratch schema of this database (wall time), not SQLite.",
+)
 @pass_state
-def users_command(state: CliState, corpus: Path, rounds: int, limit: int | None) -> None:
-    """What a user's classification costs beside a site-wide one (SQLite, CPU time)."""
+def users_command(
+    state: CliState, corpus: Path, rounds: int, limit: int | None, postgres_url: str | None
+) -> None:
+    """What a user's classification costs beside a site-wide one (SQLite: CPU time)."""
     from benchmarks.users_bench import run as run_users
 
+    def progress(line: str) -> None:
+        click.echo(line, err=True)
+
     try:
-        cost = run_users(corpus, state.settings, rounds, limit, lambda s: click.echo(s, err=True))
+        cost = run_users(corpus, state.settings, rounds, limit, progress, postgres_url)
     except ValueError as error:  # not a folder per user
         raise fail(str(error), EXIT_USAGE) from error
     click.echo(f"{'judged as':<12}{'ms/classify':>12}")

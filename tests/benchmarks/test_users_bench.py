@@ -1,15 +1,18 @@
 """``spamfilter bench users`` on a small synthetic corpus of two users: every message is
-learned as its user's feedback and judged both ways, and the command prints both rows.
+learned as its user's feedback and judged both ways, and the command prints both rows (on
+SQLite, and on a scratch schema of PostgreSQL with ``--postgres-url``).
 Nothing here is timed: the figures are the bench's to report."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from app.cli import cli
 from tests.cli.mailfiles import write_corpus
+from tests.conftest import POSTGRES_URL_ENV
 
 
 def _corpus(root: Path) -> Path:
@@ -24,12 +27,15 @@ def _corpus(root: Path) -> Path:
 
 
 def test_the_command_judges_every_message_both_ways(
-    clean_environment: None, tmp_path: Path
+    clean_environment: None, tmp_path: Path, database_backend: str
 ) -> None:
     corpus = _corpus(tmp_path / "corpus")
+    where = (
+        ["--postgres-url", os.environ[POSTGRES_URL_ENV]] if database_backend == "postgresql" else []
+    )
     result = CliRunner().invoke(
         cli,
-        ["bench", "users", "--corpus", str(corpus), "--rounds", "1"],
+        ["bench", "users", "--corpus", str(corpus), "--rounds", "1", *where],
         env={
             "SPAMFILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
             "SPAMFILTER_TRAINING_MODE": "everything",
