@@ -85,7 +85,10 @@ class BuildMypyc(build_ext):
         try:
             extensions = self._mypyc_extensions()
         except (Exception, SystemExit) as error:  # mypyc refused: pure Python
-            say(f"mypyc failed ({error!r}); installing pure Python")
+            # With no extension left to build, ``run`` never comes to remove the old ones.
+            removed = remove_extensions(ROOT) if "editable_wheel" in sys.argv else []
+            also = f" (removed {len(removed)} built in place)" if removed else ""
+            say(f"mypyc failed ({error!r}); installing pure Python{also}")
             extensions = []
         self.distribution.ext_modules = extensions
         super().finalize_options()
