@@ -18,13 +18,19 @@ if TYPE_CHECKING:
     from benchmarks.speed_bench import Batch, Bogofilter, Bulk, Spawns
 
 FORMAT = 1
-# The issue's targets ("judge a message as fast as bogofilter, serve a thousand a second").
-LEARN_PER_SECOND = 1_000.0
-CLASSIFY_RATIO = 2.0  # our bulk ms/message over bogofilter's
-HTTP_CLASSIFY_PER_SECOND = 1_000.0
-HTTP_P99_MS = 20.0
+# The second round's targets (compile the hot path, start fast, serve 1,200 a second).
+LEARN_PER_SECOND = {"sqlite": 1_000.0, "postgresql": 700.0}
+CLASSIFY_RATIO = 3.0  # our bulk ms/message over bogofilter's, in process
+HTTP_CLASSIFY_PER_SECOND = 1_200.0
+HTTP_P99_MS = 25.0
 FEEDBACK_PER_SECOND = 300.0
-PROCESS_MS = 50.0  # one message through a new process, the median run
+# One message through a new process, the median run, by command; None: no target.
+PROCESS_MS: dict[str, float | None] = {
+    "spamfilter --version": 150.0,
+    "spamfilter filter": 250.0,
+    "spamfilter-filter": 200.0,
+    "spamfilter-filter via serve": 30.0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +134,7 @@ def figures(doc: Mapping[str, Any]) -> list[Figure]:
 def _bulk_figures(backend: str, bulk: Mapping[str, Any], bogo: Any) -> list[Figure]:
     learn, classify, size = bulk["learn"], bulk["classify"], bulk.get("db_bytes")
     rate, ms = learn["per_second"], classify["ms_per_message"]
+    least = LEARN_PER_SECOND.get(backend, max(LEARN_PER_SECOND.values()))
     theirs = bogo["classify"]["ms_per_message"] if bogo else None
     ratio = ms / theirs if ms is not None and theirs else None
     their_size = bogo.get("db_bytes") if bogo else None
@@ -138,8 +145,8 @@ def _bulk_figures(backend: str, bulk: Mapping[str, Any], bogo: Any) -> list[Figu
             rate,
             "msg/s",
             f"{_num(rate, ',.0f')} msg/s ({_num(learn['ms_per_message'], '.2f')} ms/msg)",
-            f">= {LEARN_PER_SECOND:,.0f} msg/s",
-            None if rate is None else rate >= LEARN_PER_SECOND,
+            f">= {least:,.0f} msg/s",
+            None if rate is None else rate >= least,
         ),
         Figure(
             f"classify.{backend}",
@@ -221,14 +228,15 @@ def _bogofilter_figures(bogo: Mapping[str, Any]) -> list[Figure]:
 def _process_figure(spawns: Mapping[str, Any]) -> Figure:
     median = spawns["median_ms"]
     failed = f", {spawns['failures']} failed" if spawns["failures"] else ""
+    bound = PROCESS_MS.get(spawns["command"])
     return Figure(
         f"process.{spawns['command']}",
         f"new process: {spawns['command']}",
         median,
         "ms",
         f"median {_num(median, '.0f')} ms, best {_num(spawns['best_ms'], '.0f')} ms{failed}",
-        f"<= {PROCESS_MS:g} ms",
-        None if median is None else median <= PROCESS_MS and not spawns["failures"],
+        "" if bound is None else f"<= {bound:g} ms",
+        None if median is None or bound is None else median <= bound and not spawns["failures"],
     )
 
 

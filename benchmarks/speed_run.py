@@ -292,14 +292,17 @@ def _run_program(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
 
 
 def _processes(work: _Work) -> list[dict[str, Any]]:
-    """One message through a new process, spawn to exit: the pipe filter's direct path,
-    ``classify -``, and the pipe filter asking a running ``serve`` (``SPAMFILTER_FILTER_URL``,
+    """One message through a new process, spawn to exit: ``--version`` (start-up alone), the
+    pipe filter's direct path (``spamfilter filter`` and ``spamfilter-filter``), ``classify
+    -``, and the pipe filter asking a running ``serve`` (``SPAMFILTER_FILTER_URL``,
     the way a mail server's filter step is meant to run per message)."""
     raw = typical(work.split.test).path.read_bytes()
     found = []
     with _database(work, "sqlite", trained=True) as url:
         env = environment(url)
         for command, argv, ok in (
+            ("spamfilter --version", [*program("spamfilter"), "--version"], (0,)),
+            ("spamfilter filter", [*program("spamfilter"), "filter"], (0, 1, 2)),
             ("spamfilter-filter", program("spamfilter-filter"), (0, 1, 2)),
             ("spamfilter classify -", [*program("spamfilter"), "classify", "-"], (0,)),
         ):

@@ -135,3 +135,32 @@ def test_a_folder_that_is_no_corpus_is_a_usage_error(corpus: Path, configured: P
     result = invoke("bench", "speed", "--corpus", str(corpus / "spam"), "--skip", "http")
     assert result.exit_code == 2
     assert "no index file and no ham/ folder" in result.stderr
+
+
+def test_each_new_process_row_has_its_own_target() -> None:
+    from benchmarks.speed_report import figures
+
+    def spawns(command: str, median: float, failures: int = 0) -> dict[str, object]:
+        return {"command": command, "median_ms": median, "best_ms": median, "failures": failures}
+
+    found = {
+        figure.key: figure
+        for figure in figures(
+            {
+                "process": [
+                    spawns("spamfilter --version", 140.0),
+                    spawns("spamfilter filter", 260.0),
+                    spawns("spamfilter-filter", 150.0, failures=1),
+                    spawns("spamfilter-filter via serve", 29.0),
+                    spawns("spamfilter classify -", 400.0),
+                ]
+            }
+        )
+    }
+    assert found["process.spamfilter --version"].target == "<= 150 ms"
+    assert found["process.spamfilter --version"].met is True
+    assert found["process.spamfilter filter"].met is False
+    assert found["process.spamfilter-filter"].met is False  # a failed run misses it
+    assert found["process.spamfilter-filter via serve"].met is True
+    assert found["process.spamfilter classify -"].target == ""
+    assert found["process.spamfilter classify -"].met is None

@@ -253,10 +253,10 @@ def test_figures_judge_each_target() -> None:
     assert found["learn.sqlite"].value == 500.0 and found["learn.sqlite"].met is False
     assert found["classify.sqlite"].value == 1.0
     assert found["classify_ratio.sqlite"].value == pytest.approx(2.5)
-    assert found["classify_ratio.sqlite"].met is False
+    assert found["classify_ratio.sqlite"].met is True  # at most 3x bogofilter
     assert found["db.sqlite"].met is False  # 2 MB against bogofilter's 1 MB
     assert found["process.spamfilter-filter"].value == 50.0
-    assert found["process.spamfilter-filter"].met is True  # the median, at the bound
+    assert found["process.spamfilter-filter"].met is True  # the median, under 200 ms
     assert found["http.sqlite.w1.classify"].value == 1200.0
     assert found["http.sqlite.w1.classify"].met is True
     assert found["http.sqlite.w1.classify.p99"].value == 30.0  # nearest rank of 100
@@ -285,7 +285,7 @@ def test_the_table_shows_settings_targets_and_details() -> None:
     text = speed_report.table(_doc())
     assert "corpus          x" in text
     row = next(line for line in text.splitlines() if line.startswith("classify vs bogofilter"))
-    assert row.split()[-3:] == ["2x", "bogofilter", "NO"] and "2.50x" in row
+    assert row.split()[-3:] == ["3x", "bogofilter", "yes"] and "2.50x" in row
     assert "bulk sqlite: learn learned=600, skipped=400" in text
     assert "http sqlite w1 classify: 12,000 answered" in text
 
