@@ -9,8 +9,9 @@ transaction for thick training (``evaluate``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from app.domain import naive_bayes as nb
 from app.domain import scoring
@@ -23,6 +24,15 @@ from app.domain.classes import (
     scorable,
 )
 from app.domain.decision import Decision, Thresholds, Verdict, decide
+from app.domain.sides import (
+    JUNK,
+    NOT_JUNK,
+    SIDES,
+    merge_counts,
+    merge_totals,
+    merge_vocabulary_counts,
+    side_params,
+)
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -45,12 +55,19 @@ from app.storage.store import ModelTotals, Store, TokenStats, Transaction
 class Evaluation:
     """A message scored against a model: the scores (None before every label has learned a
     message), learned messages per label, and the learned counts of its tokens, one map per
-    model that judged (a user's, then the site-wide one)."""
+    model that judged (a user's, then the site-wide one). ``sides``: with more than two
+    classes, the side-merged model's scores (``app.domain.sides``; labels ham and spam),
+    which give the verdict; None with two classes."""
 
     scored: nb.Scored | None
     learned: dict[str, int]
     names: Mapping[int, str] = field(default_factory=dict)
     counts: tuple[Mapping[int, Mapping[str, TokenStats]], ...] = ()
+    sides: nb.Scored | None = None
+
+    def verdict_scores(self) -> nb.Scored | None:
+        """The scores the verdict comes from: the side-merged model's where there is one."""
+        return self.sides if self.sides is not None else self.scored
 
     def novelty(self) -> float:
         """The share of the message's distinct tokens that no model that judged has learned
@@ -142,37 +159,90 @@ class Judge:
         names = analysed.names()
         ids = list(names)
         own = tx.counts(models.own, ids)
+        site_counts = None
         if site is not None and models.site is not None:
             site_counts = tx.counts(models.site, ids)
+        scored, counts = self._score(
+            own,
+            totals=totals,
+            site_counts=site_counts,
+            site=site,
+            names=names,
+            in_message=analysed.tokens,
+            vocabulary=lambda: tx.all_message_counts(models.own),
+            params=self.params,
+            classes=classes,
+        )
+        if scored is None:
+            return Evaluation(None, learned)
+        if len(self.classes) <= 2:
+            return Evaluation(scored, learned, names, counts)
+        # why: the verdict from the multi-class posteriors left junk-vs-not-junk worse than
+        # two classes (docs/classes.md, "What the third class does to the spam verdicts").
+        junk = self.junk
+        sides, _ = self._score(
+            merge_counts(own, junk),
+            totals=merge_totals(totals, self.classes, junk),
+            site_counts=None if site_counts is None else merge_counts(site_counts, junk),
+            site=None if site is None else merge_totals(site, self.classes, junk),
+            names=names,
+            in_message=analysed.tokens,
+            vocabulary=lambda: merge_vocabulary_counts(tx.all_message_counts(models.own), junk),
+            params=side_params(self.params),
+            classes=SIDES,
+        )
+        return Evaluation(scored, learned, names, counts, sides)
+
+    def _score(
+        self,
+        own: scoring.Counts,
+        *,
+        totals: scoring.ModelCounts,
+        site_counts: scoring.Counts | None,
+        site: scoring.ModelCounts | None,
+        names: Mapping[int, str],
+        in_message: Mapping[str, int],
+        vocabulary: Callable[[], Iterable[Mapping[str, int]]],
+        params: scoring.ScoringParams,
+        classes: tuple[str, ...],
+    ) -> tuple[nb.Scored | None, tuple[Any, ...]]:
+        """One model's scores over ``classes`` (a user's blended with the site-wide one when
+        ``site`` is given) and the token counts that judged; None before it can score."""
+        if site_counts is not None and site is not None:
             scored = scoring.score_user(
                 own,
                 site=site_counts,
                 names=names,
-                in_message=analysed.tokens,
+                in_message=in_message,
                 own_totals=totals,
                 site_totals=site,
-                params=self.params,
+                params=params,
                 classes=classes,
             )
             if scored is not None:
-                return Evaluation(scored, learned, names, (own, site_counts))
-        own_classes = scoring.scored_classes(totals, self.params)
+                return scored, (own, site_counts)
+        own_classes = scoring.scored_classes(totals, params)
         if own_classes is None:
-            return Evaluation(None, learned)
+            return None, ()
         scored = scoring.score(
             own,
             names=names,
-            in_message=analysed.tokens,
+            in_message=in_message,
             totals=totals,
-            vocabulary_counts=tx.all_message_counts(models.own),
-            params=self.params,
+            vocabulary_counts=vocabulary(),
+            params=params,
             classes=own_classes,
         )
-        return Evaluation(scored, learned, names, (own,))
+        return scored, (own,)
 
-    def junk_odds(self, scored: nb.Scored) -> float:
-        """The log-odds of junk against not-junk (``app.domain.classes``)."""
-        return junk_log_odds(scored.log_posteriors, self.junk)
+    def verdict_odds(self, judged: Evaluation) -> float | None:
+        """The log-odds of junk against not-junk the verdict weighs: the side-merged model's
+        with more than two classes, else ``classes.junk_log_odds``; None before a score."""
+        if judged.sides is not None:
+            return junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+        if judged.scored is None:
+            return None
+        return junk_log_odds(judged.scored.log_posteriors, self.junk)
 
     def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
         """The site-wide totals a user's model falls back on; None without a fallback."""
@@ -219,6 +289,12 @@ class Judge:
             uniform = -math.log(len(self.classes))
             posteriors = {label: uniform for label in self.classes}
             log_odds, found = 0.0, []
+        elif judged.sides is not None:
+            # The verdict, P(junk) and clues from the side-merged model, the class from the
+            # multi-class posteriors (docs/classes.md, "Scores").
+            posteriors = scored.log_posteriors
+            log_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+            found = nb.clues(judged.sides, JUNK, NOT_JUNK, limit=self._settings.model.clues)
         else:
             posteriors = scored.log_posteriors
             log_odds = junk_log_odds(posteriors, self.junk)
@@ -228,7 +304,10 @@ class Judge:
             found = nb.clues(scored, positive, negative, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
-        probability = nb.probability(log_mass(posteriors, self.junk))
+        if judged.sides is not None:
+            probability = nb.probability(judged.sides.log_posteriors[JUNK])
+        else:
+            probability = nb.probability(log_mass(posteriors, self.junk))
         class_name = most_likely(posteriors)
         shown = shown_class(class_name, self.classes)
         report = SpamReport(decision.verdict, log_odds, probability, found, shown)
