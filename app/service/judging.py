@@ -65,10 +65,6 @@ class Evaluation:
     counts: tuple[Mapping[int, Mapping[str, TokenStats]], ...] = ()
     sides: nb.Scored | None = None
 
-    def verdict_scores(self) -> nb.Scored | None:
-        """The scores the verdict comes from: the side-merged model's where there is one."""
-        return self.sides if self.sides is not None else self.scored
-
     def novelty(self) -> float:
         """The share of the message's distinct tokens that no model that judged has learned
         (0 to 1; 0 when nothing was scored)."""
