@@ -7,7 +7,9 @@ With classes C split into junk J and not-junk C \\ J, the verdict's log-odds are
 
 each sum a log-sum-exp of log-posteriors (nats). A side of one class is its log-posterior
 itself, so with the classes ham and spam this is log P(spam|x) − log P(ham|x), bit for bit.
-Classes missing from the posteriors (they have learned nothing) have probability 0.
+Classes missing from the posteriors (they have learned nothing) have probability 0. With
+more than two classes the service takes the verdict from the side-merged model instead
+(``app.domain.sides``; docs/classes.md, "Scores").
 """
 
 from __future__ import annotations
