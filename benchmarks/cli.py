@@ -472,3 +472,42 @@ def classes_command(
             f"{cost.learned:>10,}"
         )
     click.echo(f"classified {costs[0].classified:,} messages each round")
+
+
+@bench.command("users")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="Folder with a folder of mail per user (../shared/corpora/enron).",
+)
+@click.option("--rounds", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=4), help="Only the first N of the users' interleaved mail."
+)
+@click.option(
+    "--postgres-url",
+    help="Measure on PostgreSQL: a scratch schema of this database (wall time), not SQLite.",
+)
+@pass_state
+def users_command(
+    state: CliState, corpus: Path, rounds: int, limit: int | None, postgres_url: str | None
+) -> None:
+    """What a user's classification costs beside a site-wide one (SQLite: CPU time)."""
+    from benchmarks.users_bench import run as run_users
+
+    def progress(line: str) -> None:
+        click.echo(line, err=True)
+
+    try:
+        cost = run_users(corpus, state.settings, rounds, limit, progress, postgres_url)
+    except ValueError as error:  # not a folder per user
+        raise fail(str(error), EXIT_USAGE) from error
+    click.echo(f"{'judged as':<12}{'ms/classify':>12}")
+    click.echo(f"{'site-wide':<12}{cost.site_ms:>12.3f}")
+    click.echo(f"{'its user':<12}{cost.user_ms:>12.3f}")
+    click.echo(f"a user's classify costs {cost.ratio:.2f}x a site-wide one")
+    click.echo(
+        f"{cost.users} users learned {cost.learned:,} messages; "
+        f"classified {cost.classified:,} each round each way"
+    )

@@ -19,7 +19,11 @@ line above it (tests/readme.py). Where each one runs:
   milter lines from the page (tests/adapters/milter/postfix.py).
 * Sieve and Dovecot: the page shows docs/integration/dovecot/'s files (less their leading
   comment lines), which tests/adapters/dovecot/ installs into a real Dovecot; the test here
-  checks the page shows them byte for byte.
+  checks the page shows them byte for byte (report-class.sieve as docs/integration/dovecot.md
+  shows it).
+* Filing on X-Spam-Class (docs/classes.md): here, procmail's recipes as the user's
+  ``~/.procmailrc`` and the Sieve script with Pigeonhole's ``sieve-test``, on messages that
+  carry the filter's X-Spam-Flag and X-Spam-Class fields.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ MAIL_SERVER_SNIPPETS = (
     "report-ham.sieve",
 )
 DOVECOT_FILES = ("spam-to-junk.sieve", "90-spamfilter-imapsieve.conf")
-DOVECOT_FILES += ("report-spam.sieve", "report-ham.sieve")
+DOVECOT_FILES += ("report-spam.sieve", "report-ham.sieve", "report-class.sieve")
 
 
 def test_every_block_of_the_page_is_a_marked_snippet() -> None:
@@ -297,3 +301,71 @@ README_QUOTES = (
 def test_the_readme_quotes_the_snippets(name: str, quoted: str) -> None:
     assert quoted in snippet(name)
     assert f"`{quoted}`" in README.read_text()
+
+
+# -- filing on X-Spam-Class (docs/classes.md) ----------------------------------------------
+
+
+def classed(raw: bytes, flag: str, name: str) -> bytes:
+    """``raw`` as the filter hands it on: its X-Spam-Flag and X-Spam-Class fields on top."""
+    return f"X-Spam-Flag: {flag}\nX-Spam-Class: {name}\n".encode() + raw
+
+
+def test_procmail_files_by_class(mail_user: MailUser) -> None:
+    # The page's recipes follow the settings of the procmail snippet; the filter recipe is
+    # left out, since the messages carry the fields it would add.
+    procmail = require_program("procmail")
+    settings = "SHELL=/bin/sh\nMAILDIR=$HOME/Maildir\nDEFAULT=$MAILDIR/\n\n"
+    (mail_user.home / ".procmailrc").write_text(settings + snippet("classes-procmail"))
+    spam, ham = fresh_mail()
+    messages = {
+        ".Junk": classed(spam, "YES", "spam"),
+        ".Newsletters": classed(ham, "NO", "newsletter"),
+        "": classed(ham, "NO", "ham"),
+    }
+    for message in messages.values():
+        assert mail_user.run([procmail, "-p"], message).returncode == 0
+    for folder, message in messages.items():
+        assert mail_user.delivered(folder) == [message], folder
+
+
+def test_sieve_files_by_class(tmp_path: Path) -> None:
+    # sieve-test runs the script as the mail user (nobody), so its files are in a folder of
+    # /tmp of their own (pytest's tmp_path is its owner's only).
+    sieve_test = require_program("sieve-test")
+    folder = Path(tempfile.mkdtemp(prefix="spamfilter-sieve-"))
+    try:
+        folder.chmod(0o755)
+        (folder / "mail").mkdir(mode=0o777)
+        (folder / "mail").chmod(0o777)
+        config = folder / "dovecot.conf"
+        config.write_text(
+            "log_path = /dev/stderr\nmail_uid = nobody\nmail_gid = nogroup\n"
+            f"mail_location = maildir:{folder / 'mail'}\n"
+        )
+        script = folder / "classes.sieve"
+        script.write_text(snippet("classes.sieve"))
+        spam, ham = fresh_mail()
+        expected = {
+            classed(spam, "YES", "newsletter"): "store message in folder: Junk",
+            classed(ham, "NO", "newsletter"): "store message in folder: Newsletters",
+            classed(ham, "NO", "notification"): "store message in folder: Notifications",
+            classed(ham, "NO", "ham"): "store message in folder: INBOX",
+        }
+        for number, (message, action) in enumerate(expected.items()):
+            path = folder / f"{number}.eml"
+            path.write_bytes(message)
+            for made in (config, script, path):
+                made.chmod(0o644)
+            result = subprocess.run(
+                [sieve_test, "-c", str(config), str(script), str(path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert result.returncode == 0, result.stderr
+            performed = result.stdout.split("Performed actions:")[1].split("Implicit keep:")
+            done = performed[0] if action != "store message in folder: INBOX" else performed[1]
+            assert action in done, result.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

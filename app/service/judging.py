@@ -48,7 +48,7 @@ from app.service.reading import Reader
 from app.service.results import Analysed, Classification, Form, MailReport
 from app.service.scoping import Models
 from app.settings.schema import Settings
-from app.storage.store import ModelTotals, Store, TokenStats, Transaction
+from app.storage.store import Store, TokenStats, Transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +143,12 @@ class Judge:
         (None until a junk and a not-junk class have), the learned messages per class and
         the learned counts of the message's tokens (a user's and the site-wide ones together,
         when a user's model falls back on the site-wide one)."""
-        totals = tx.totals(models.own)
-        site = self._fallback_totals(tx, models)
+        fallback = self._fallback(models)
+        if fallback is None:
+            totals, site = tx.totals(models.own), None
+        else:
+            both = tx.totals_of(fallback)
+            totals, site = both[models.own], both[fallback[1]]
         learned = {
             label: totals.of(label).messages + (site.of(label).messages if site else 0)
             for label in self.classes
@@ -154,10 +158,14 @@ class Judge:
             return Evaluation(None, learned)
         names = analysed.names()
         ids = list(names)
-        own = tx.counts(models.own, ids)
         site_counts = None
-        if site is not None and models.site is not None:
-            site_counts = tx.counts(models.site, ids)
+        if fallback is not None and site is not None:
+            # why: one read of both models' counts, not one each (docs/benchmarks.md,
+            # "A user's classify")
+            both_counts = tx.counts_of(fallback, ids)
+            own, site_counts = both_counts[models.own], both_counts[fallback[1]]
+        else:
+            own = tx.counts(models.own, ids)
         scored, counts = self._score(
             own,
             totals=totals,
@@ -240,11 +248,12 @@ class Judge:
             return None
         return junk_log_odds(judged.scored.log_posteriors, self.junk)
 
-    def _fallback_totals(self, tx: Transaction, models: Models) -> ModelTotals | None:
-        """The site-wide totals a user's model falls back on; None without a fallback."""
+    def _fallback(self, models: Models) -> tuple[str, str] | None:
+        """The user's scope and the site-wide one it falls back on, read together; None
+        without a fallback (the site-wide model, or a fallback strength of 0)."""
         if models.site is None or not scoring.falls_back(self.params):
             return None
-        return tx.totals(models.site)
+        return (models.own, models.site)
 
     def hidden(self, result: Classification) -> Classification:
         """``result`` as a caller who proved nothing sees it: namespaced clue values hidden

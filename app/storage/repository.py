@@ -10,9 +10,11 @@ finds nothing and creates nothing; the first write creates the scope's row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, delete, select, text, update
@@ -85,6 +87,8 @@ class Transaction:
         self._layout = count_layout() if layout is None else layout
         self._scopes = ScopeIds(conn)
         self._grown: dict[str, int] = {}
+        # Scopes whose totals this transaction read and found no row of.
+        self._absent: set[str] = set()
         self._cache = CacheView(cache, self._scopes)
         self._writes = CountWrites(conn, self._scopes, self._cache, self._grown, self._layout)
 
@@ -136,36 +140,70 @@ class Transaction:
     def counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
         """Per-label counts for the given token ids, in token id order (ids never learned,
         and labels a token has no count in, are absent)."""
-        held = self._cache.held(scope)
-        if held is None:
-            return self._read_counts(scope, token_ids)
-        found = held.tokens(sorted(token_ids))
-        missing = [tid for tid, per in found.items() if per is UNSEEN]
-        if missing:
-            read = self._read_counts(scope, missing)
-            fresh = {tid: read.get(tid) for tid in missing}
-            found.update(fresh)
-            self._cache.fill(scope, fresh)
-        return {tid: per for tid, per in found.items() if per is not None}
+        return self.counts_of((scope,), token_ids)[scope]
 
-    def _read_counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
-        """``counts`` from the database."""
-        result: dict[int, Mapping[str, TokenStats]] = {}
-        scope_id = self._scopes.find(scope) if token_ids else None
-        if scope_id is None:
+    def counts_of(
+        self, scopes: Sequence[str], token_ids: list[int]
+    ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
+        """``counts`` of each of ``scopes`` (a user's model and the site-wide one): each
+        scope's map as ``counts`` gives it, in token id order. The ids a scope's cache
+        does not hold are read for all the scopes in one query, and each scope's cache is
+        filled with its own."""
+        ordered = sorted(token_ids)
+        found: dict[str, dict[int, Any]] = {}
+        missing: dict[str, list[int]] = {}
+        for scope in scopes:
+            held = self._cache.held(scope)
+            if held is None:
+                found[scope] = {}
+                missing[scope] = ordered
+                continue
+            found[scope] = held.tokens(ordered)
+            unseen = [tid for tid, per in found[scope].items() if per is UNSEEN]
+            if unseen:
+                missing[scope] = unseen
+        read = self._read_counts(missing)
+        for scope, ids in missing.items():
+            fresh = {tid: read[scope].get(tid) for tid in ids}
+            found[scope].update(fresh)
+            self._cache.fill(scope, fresh)
+        return {
+            scope: {tid: per for tid, per in per_token.items() if per is not None}
+            for scope, per_token in found.items()
+        }
+
+    def _read_counts(
+        self, wanted: Mapping[str, list[int]]
+    ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
+        """The counts of each scope's ids in ``wanted`` from the database, in one query."""
+        result: dict[str, dict[int, Mapping[str, TokenStats]]] = {scope: {} for scope in wanted}
+        found = {scope: self._scope_id(scope) for scope, ids in wanted.items() if ids}
+        names = {scope_id: scope for scope, scope_id in found.items() if scope_id is not None}
+        if not names:
             return result
         # In token id order: scores sum floating-point terms in this order, so it must not
         # depend on where rows happen to lie (PostgreSQL returns heap order otherwise, and a
         # migrated database scored a few ulps away from a fresh one with the same counts).
         layout = self._layout
         columns = layout.count_names()
-        rows = dialect.counts_by_ids(self._conn, layout.table, columns, scope_id, token_ids)
-        classes = layout.classes
-        for token_id, *values in rows:
-            per = token_stats(values, classes)
-            if per:
-                result[token_id] = per
+        if len(names) == 1:
+            ((scope_id, scope),) = names.items()
+            rows = dialect.counts_by_ids(self._conn, layout.table, columns, scope_id, wanted[scope])
+            result[scope] = _per_token(rows, layout.classes)
+            return result
+        asked = [(scope_id, wanted[scope]) for scope_id, scope in names.items()]
+        rows = dialect.counts_by_scopes(self._conn, layout.table, columns, asked)
+        for scope_id, scope_rows in groupby(rows, key=itemgetter(0)):
+            result[names[scope_id]] = _per_token((row[1:] for row in scope_rows), layout.classes)
         return result
+
+    def _scope_id(self, scope: str) -> int | None:
+        """The id of ``scope``, asking no query for one whose totals this transaction found
+        absent (and has not created since)."""
+        known = self._scopes.known(scope)
+        if known is None and scope in self._absent:
+            return None
+        return known if known is not None else self._scopes.find(scope)
 
     def seal(self) -> list[Update]:
         """Before the commit: what this transaction's changes will do to the cache."""
@@ -202,8 +240,22 @@ class Transaction:
     def totals(self, scope: str) -> ModelTotals:
         """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one
         query, which also checks what the cache holds for the scope."""
-        rows = self._key(scope)
+        return self._checked_totals(scope, self._key(scope))
+
+    def totals_of(self, scopes: Sequence[str]) -> dict[str, ModelTotals]:
+        """``totals`` of each of ``scopes`` (a user's model and the site-wide one) in one
+        query, which checks each scope's cache on its own rows."""
+        marks = ", ".join("?" * len(scopes))
+        rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
+        for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
+            rows[name].append(tuple(row))
+        return {scope: self._checked_totals(scope, tuple(rows[scope]) or None) for scope in scopes}
+
+    def _checked_totals(self, scope: str, rows: tuple[Any, ...] | None) -> ModelTotals:
+        """The totals in ``rows`` (``_TOTALS``'s, None: no such scope), the cache of
+        ``scope`` checked against them."""
         if rows is None:
+            self._absent.add(scope)
             return ModelTotals({}, 0)
         scope_id, _created, _generation, vocabulary = rows[0][:4]
         self._scopes.remember(scope, scope_id)
@@ -334,12 +386,33 @@ class Transaction:
         return accounts.drop_scope(self._conn, scope_id)
 
 
+def _per_token(
+    rows: Iterable[Sequence[Any]], classes: tuple[str, ...]
+) -> dict[int, Mapping[str, TokenStats]]:
+    """Token id -> per-label counts, from ``(token_id, *count columns)`` rows in token id
+    order (a token with no count in any class is left out)."""
+    result: dict[int, Mapping[str, TokenStats]] = {}
+    for token_id, *values in rows:
+        per = token_stats(values, classes)
+        if per:
+            result[token_id] = per
+    return result
+
+
 # A scope's row and its label totals, ordered so that the same state reads as the same rows:
 # their tuple is the key a cache checks (``count_cache.py``).
 _TOTALS = (
     "SELECT s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
     "t.occurrences, t.token_messages FROM model_scope s "
     "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
+)
+# ``_TOTALS`` of several scopes, each row led by its scope's name: a scope's rows, that name
+# taken off, are the rows ``_TOTALS`` reads for it, in the same order.
+_TOTALS_OF = (
+    "SELECT s.name, s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
+    "t.occurrences, t.token_messages FROM model_scope s "
+    "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name IN ({marks}) "
+    "ORDER BY s.name, t.label"
 )
 # The learned-message record of a digest (or of the first of several that has one): asked
 # before every learn and forget, through the driver (``dialect.fetch``).

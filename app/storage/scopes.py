@@ -29,6 +29,10 @@ class ScopeIds:
         """Keep an id found by a query that read it along with something else."""
         self._ids[name] = scope_id
 
+    def known(self, name: str) -> int | None:
+        """The id of scope ``name`` if this transaction has learned it already (no query)."""
+        return self._ids.get(name)
+
     def find(self, name: str) -> int | None:
         """The id of scope ``name``; None for a scope never written (nothing is created)."""
         scope_id = self._ids.get(name)

@@ -257,9 +257,9 @@ def test_a_batch_that_starts_with_a_relabel_still_judges_from_the_cache(
     read: list[int] = []
     real = Transaction._read_counts
 
-    def counting(tx: Transaction, scope: str, token_ids: list[int]) -> Any:
-        read.extend(token_ids)
-        return real(tx, scope, token_ids)
+    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
+        read.extend(tid for token_ids in wanted.values() for tid in token_ids)
+        return real(tx, wanted)
 
     monkeypatch.setattr(Transaction, "_read_counts", counting)
     outcomes = learn_all(service, batch)

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 
 import pytest
+import sqlalchemy as sa
 
 from app.domain.decision import Verdict
 from app.errors import InvalidUser
@@ -181,3 +182,41 @@ def test_a_trained_users_own_model_overrules_the_blend_towards_ham(
     # before her model gives verdicts of its own, the blend (here: the site) decides
     newcomer = blended.classify(probe, user="jay")
     assert newcomer.log_odds == pytest.approx(site.log_odds, rel=1e-6)
+
+
+def test_a_users_classify_reads_both_models_in_as_many_statements_as_the_sites(
+    make_settings: MakeSettings, make_service: MakeService
+) -> None:
+    """A user's judgement reads its own model and the site-wide one together: one query for
+    both models' totals, one for the counts of the tokens either cache lacks. Counted cold
+    (nothing held) and warm; before the two were read together a user's classify ran two
+    statements more than the site's cold (the totals, and the counts) and one more warm."""
+    service = make_service(make_settings(users={"train_site": False}))
+    learn_all(service, corpus(seed=31, size=30))
+    rng = random.Random(32)
+    for n in range(6):
+        service.learn(spam_message(rng, 700 + n), "ham", user="kim")
+        service.learn(ham_message(rng, 710 + n), "spam", user="kim")
+    engine = service._store._engine
+    seen: list[str] = []
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def _note(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(statement)
+
+    def ran(raw: bytes, user: str | None) -> list[str]:
+        seen.clear()
+        service.classify(raw, user=user)
+        return list(seen)
+
+    messages = probes(33, 9)
+    ran(messages.pop(), "kim")  # both models' ham score histograms held from now on
+    for raw, other in zip(messages[::2], messages[1::2], strict=True):
+        kim_cold, site_cold = ran(raw, "kim"), ran(other, None)  # tokens neither cache holds
+        assert len(kim_cold) == len(site_cold)
+        assert sum("label_total" in s for s in kim_cold) == 1
+        (counted,) = [s for s in kim_cold if "token_count" in s]
+        assert "UNION ALL" in counted  # both models' counts in one query
+        site_warm, kim_warm = ran(raw, None), ran(raw, "kim")
+        assert len(kim_warm) == len(site_warm)
+        assert not any("token_count" in s for s in kim_warm)  # every token held, both models

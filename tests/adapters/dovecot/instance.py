@@ -3,7 +3,7 @@
 The config is written under ``tmp_path`` and loaded with ``dovecot -c FILE -F``; state_dir,
 the log, the learner and the filter wrapper are there too. IMAP listens on a free port of
 127.0.0.1 with one passwd-file user (mail is delivered with dovecot-lda on the same config).
-The project's three snippets are included unchanged, then the installed paths they name are
+The project's snippets are included unchanged, then the installed paths they name are
 pointed at copies under the test's folders (a later setting wins).
 
 Dovecot refuses to run mail processes as root, so the mail user is ``nobody``. What that user
@@ -35,8 +35,9 @@ SNIPPETS = (
     "90-spamfilter-imapsieve.conf",
     "91-spamfilter-learn-service.conf",
     "92-spamfilter-delivery.conf",
+    "93-spamfilter-learn-classes.conf",
 )
-SCRIPTS = ("report-spam.sieve", "report-ham.sieve", "spam-to-junk.sieve")
+SCRIPTS = ("report-spam.sieve", "report-ham.sieve", "report-class.sieve", "spam-to-junk.sieve")
 LEARNER = "spamfilter-learn"
 FILTER = "spamfilter-filter"
 
@@ -173,6 +174,7 @@ service imap-login {{
 plugin {{
   imapsieve_mailbox1_before = file:{sieve}/report-spam.sieve
   imapsieve_mailbox2_before = file:{sieve}/report-ham.sieve
+  imapsieve_mailbox3_before = file:{sieve}/report-class.sieve
   sieve_before = {sieve}/spam-to-junk.sieve
   sieve_pipe_bin_dir = {pipe_dir}
   sieve_filter_bin_dir = {filter_dir}

@@ -1,8 +1,10 @@
 """Learn-on-move for real: Dovecot with the project's IMAPSieve files, driven over IMAP.
 
 Moving a message into Junk learns it as spam; moving one out of Junk learns it as ham;
-moving to Trash (from INBOX or from Junk) and appending learn nothing. The database is a
-SQLite file of the test, named in the learner's spamfilter.env.
+moving to Trash (from INBOX or from Junk) and appending learn nothing. With a site that
+declares a newsletter class, moving a message into the Newsletter folder learns it as
+newsletter (93-spamfilter-learn-classes.conf, report-class.sieve). The database is a SQLite
+file of the test, named in the learner's spamfilter.env.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from app.service import Outcome, SpamFilter
 from app.settings.schema import Settings
 from tests.adapters.dovecot.instance import (
     FILES,
+    LEARNER,
     PASSWORD,
     SCRIPTS,
     USER,
@@ -38,27 +41,43 @@ SPAM = make_message("You are a winner", "Claim your prize now, cash waiting.\n")
 HAM = make_message("Agenda for Tuesday", "The project review moves to ten.\n")
 TRASHED = make_message("Old newsletter", "Nothing to see.\n")
 JUNK_TRASHED = make_message("Cheap pills", "Limited offer.\n")
+WEEKLY = make_message("This week in gardening", "Ten tips for autumn bulbs.\n")
+DIGEST = make_message("Monthly digest", "Our best articles of the month.\n")
+# A site with a third class: the learner's spamfilter.env and the test's service both say so.
+CLASSES = "ham,spam,newsletter"
 
 
 @pytest.fixture
-def learned_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpamFilter]:
+def site_classes() -> str | None:
+    """The site's SPAMFILTER_MODEL__CLASSES (None: ham and spam only); a test overrides it."""
+    return None
+
+
+@pytest.fixture
+def learned_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site_classes: str | None
+) -> Iterator[SpamFilter]:
     """A migrated SQLite database for the learner, and a service on it to look inside."""
     drop_settings(monkeypatch)
     url = f"sqlite:///{tmp_path / 'learned.db'}"
-    service = build_service(Settings(_env_file=None, database_url=url))
+    model = {} if site_classes is None else {"model": {"classes": site_classes}}
+    service = build_service(Settings(_env_file=None, database_url=url, **model))
     yield service
     service.close()
 
 
 @pytest.fixture
-def layout(tmp_path: Path, learned_database: SpamFilter) -> Iterator[Layout]:
+def layout(
+    tmp_path: Path, learned_database: SpamFilter, site_classes: str | None
+) -> Iterator[Layout]:
     """The instance's files, the learner pointed at the test's database."""
     require_root("the Dovecot test runs as root (mail processes as nobody, the learner as root)")
     spamfilter = spamfilter_program(tmp_path / "spamfilter")
     url = f"sqlite:///{tmp_path / 'learned.db'}"
-    made = prepare(
-        tmp_path / "dovecot", {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": str(spamfilter)}
-    )
+    settings = {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": str(spamfilter)}
+    if site_classes is not None:
+        settings["SPAMFILTER_MODEL__CLASSES"] = site_classes
+    made = prepare(tmp_path / "dovecot", settings)
     yield made
     shutil.rmtree(made.mail, ignore_errors=True)
 
@@ -107,6 +126,54 @@ def test_moving_into_and_out_of_junk_learns(layout: Layout, learned_database: Sp
     assert service.learn(HAM, "ham").outcome is Outcome.UNCHANGED
     assert service.learn(SPAM, "spam", USER).outcome is Outcome.UNCHANGED
     assert service.forget(TRASHED).outcome is Outcome.UNKNOWN
+
+
+@pytest.mark.parametrize("site_classes", [CLASSES])
+def test_moving_into_a_class_folder_learns_that_class(
+    layout: Layout, learned_database: SpamFilter
+) -> None:
+    service = learned_database
+    nothing = {"ham": 0, "spam": 0, "newsletter": 0}
+    with Dovecot(require_program("dovecot"), layout) as dovecot:
+        imap = imaplib.IMAP4("127.0.0.1", layout.port)
+        try:
+            assert imap.login(USER, PASSWORD)[0] == "OK"
+            assert imap.create("Newsletter")[0] == "OK"
+            imap.append("INBOX", None, None, WEEKLY)
+            assert counts(service) == nothing, "APPEND learns nothing"
+            move(imap, "INBOX", "Newsletter")
+            learned = {**nothing, "newsletter": 1}
+            assert counts(service) == learned, dovecot.diagnostics()
+            assert counts(service, USER) == learned  # the mailbox owner's model too
+
+            # Out of Junk learns ham; from the inbox into Newsletter relabels it newsletter.
+            imap.append("Junk", None, None, DIGEST)
+            move(imap, "Junk", "INBOX")
+            assert counts(service) == {**nothing, "ham": 1, "newsletter": 1}, dovecot.diagnostics()
+            move(imap, "INBOX", "Newsletter")
+            assert counts(service) == {**nothing, "newsletter": 2}, dovecot.diagnostics()
+            assert counts(service, USER) == {**nothing, "newsletter": 2}
+        finally:
+            imap.logout()
+    assert service.learn(WEEKLY, "newsletter").outcome is Outcome.UNCHANGED
+    assert service.learn(DIGEST, "newsletter", USER).outcome is Outcome.UNCHANGED
+
+
+@pytest.mark.parametrize("site_classes", [CLASSES])
+def test_the_installed_learner_refuses_an_undeclared_class(
+    layout: Layout, learned_database: SpamFilter
+) -> None:
+    learner = layout.pipe_dir / LEARNER
+    result = subprocess.run(
+        [str(learner), "phishing", USER],
+        input=WEEKLY,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert b"phishing" in result.stderr and b"newsletter" in result.stderr, result.stderr
+    assert counts(learned_database) == {"ham": 0, "spam": 0, "newsletter": 0}
 
 
 def _uid_of(imap: imaplib.IMAP4, subject: bytes) -> str:

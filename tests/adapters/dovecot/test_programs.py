@@ -140,11 +140,47 @@ def test_the_wrapper_learns_with_its_settings_file(
     assert wrapper(MESSAGE, "ham", settings=down).returncode == 75
 
 
-@pytest.mark.parametrize("args", [(), ("eggs",), ("SPAM",)])
+# "eggs" is a class name in form since any declared class is learned: it is refused by
+# spamfilter learn (test_the_wrapper_refuses_an_undeclared_class) instead.
+@pytest.mark.parametrize("args", [(), ("SPAM",), ("news-letter",), ("9lives",), ("",), ("a" * 32,)])
 def test_the_wrapper_wants_a_label(wrapper: Wrapper, args: tuple[str, ...]) -> None:
     result = wrapper(MESSAGE, *args)
     assert result.returncode == 2
-    assert result.stderr == b"usage: spamfilter-learn spam|ham [user]\n"
+    assert (
+        result.stderr == b"usage: spamfilter-learn CLASS [user]  (spam, ham or a declared class)\n"
+    )
+
+
+def test_the_wrapper_learns_a_declared_class(wrapper: Wrapper, url: str, program: str) -> None:
+    settings = {
+        "SPAMFILTER_DATABASE_URL": url,
+        "SPAMFILTER_BIN": program,
+        "SPAMFILTER_MODEL__CLASSES": "ham,spam,newsletter",
+    }
+    result = wrapper(MESSAGE, "newsletter", "alice", settings=settings)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    declared = Settings(_env_file=None, database_url=url, model={"classes": "ham,spam,newsletter"})
+    service = build_service(declared, migrate=False)
+    try:
+        for user in (None, "alice"):
+            by_class = {c: s.messages for c, s in service.stats(user).labels.items()}
+            assert by_class == {"ham": 0, "spam": 0, "newsletter": 1}
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("classes", [None, "ham,spam,newsletter"])
+def test_the_wrapper_refuses_an_undeclared_class(
+    wrapper: Wrapper, url: str, program: str, classes: str | None
+) -> None:
+    settings = {"SPAMFILTER_DATABASE_URL": url, "SPAMFILTER_BIN": program}
+    if classes is not None:
+        settings["SPAMFILTER_MODEL__CLASSES"] = classes
+    result = wrapper(MESSAGE, "eggs", "alice", settings=settings)
+    assert result.returncode == 2
+    assert b"eggs" in result.stderr and b"ham" in result.stderr and b"spam" in result.stderr
+    if classes is not None:
+        assert b"newsletter" in result.stderr
 
 
 def test_the_filter_wrapper_passes_its_options_on(
