@@ -9,26 +9,22 @@ over C \\ J, per token and in the totals:
 It is exactly what a site declaring ham and spam alone would have learned from the same
 messages, so its log-odds log P(spam|x) − log P(ham|x) are that site's, bit for bit while
 the counts are integers. Only a site with more than two classes builds it; its verdict
-comes from it, its class from the multi-class posteriors (docs/classes.md, "Scores").
+comes from it, its class from the multi-class posteriors of the tokens that decided it
+(docs/classes.md, "Scores").
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
-from app.domain.scoring import Counts, ModelCounts, ScoringParams
+from app.domain.naive_bayes import Scored
+from app.domain.scoring import ModelCounts, ScoringParams
 
 NOT_JUNK, JUNK = "ham", "spam"
+V = TypeVar("V")
 SIDES = (NOT_JUNK, JUNK)
-
-
-@dataclass(frozen=True, slots=True)
-class SideCounts:
-    """A token's counts summed over one side's classes: occurrences and messages."""
-
-    occurrences: int
-    messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +53,9 @@ def side_of(label: str, junk: Collection[str]) -> str:
     return JUNK if label in junk else NOT_JUNK
 
 
-def merge_counts(counts: Counts, junk: Collection[str]) -> dict[int, dict[str, SideCounts]]:
-    """Per token, its counts summed by side (both sides present, zeros where none)."""
-    merged: dict[int, dict[str, SideCounts]] = {}
-    for tid, per in counts.items():
-        sums = {NOT_JUNK: [0, 0], JUNK: [0, 0]}
-        for label, stats in per.items():
-            side = sums[side_of(label, junk)]
-            side[0] += stats.occurrences
-            side[1] += stats.messages
-        merged[tid] = {name: SideCounts(occ, msgs) for name, (occ, msgs) in sums.items()}
-    return merged
+def lumps(labels: Iterable[str], junk: Collection[str]) -> dict[str, str]:
+    """Each class's side (``scoring.evidence``'s ``lumps``): ``spam`` for junk, else ``ham``."""
+    return {label: side_of(label, junk) for label in labels}
 
 
 def merge_totals(totals: ModelCounts, labels: Iterable[str], junk: Collection[str]) -> SideModel:
@@ -90,6 +78,24 @@ def merge_vocabulary_counts(
         for label, n in per.items():
             sums[side_of(label, junk)] += n
         yield sums
+
+
+def deciding_tokens(sides: Scored, params: ScoringParams) -> Collection[str] | None:
+    """The tokens the side-merged model scored (its ``top`` most decisive), which name the
+    class too; None (every token) without a ``top`` or under the Bernoulli model, which
+    weighs every token of the vocabulary."""
+    if params.top is None or params.kind == "bernoulli":
+        return None
+    return sides.contributions.keys()
+
+
+def restricted(
+    counts: Mapping[int, V], names: Mapping[int, str], tokens: Collection[str] | None
+) -> Mapping[int, V]:
+    """``counts`` of the ``tokens`` alone (``names``: token id -> token); all for None."""
+    if tokens is None:
+        return counts
+    return {tid: per for tid, per in counts.items() if names[tid] in tokens}
 
 
 def side_params(params: ScoringParams) -> ScoringParams:

@@ -9,13 +9,16 @@ from dataclasses import replace
 
 import pytest
 
+from app.domain import naive_bayes as nb
 from app.domain import scoring
 from app.domain.classes import side_training_lead
 from app.domain.sides import (
     SIDES,
-    merge_counts,
+    deciding_tokens,
+    lumps,
     merge_totals,
     merge_vocabulary_counts,
+    restricted,
     side_params,
 )
 from tests.domain.test_scoring import PLAIN, Model, learned
@@ -42,19 +45,19 @@ def scored(model: Model, message: list[str], params: scoring.ScoringParams, merg
     counts = {tid: model.counts[tid] for tid in ids}
     vocabulary = [{lb: s.messages for lb, s in per.items()} for per in model.counts.values()]
     totals: scoring.ModelCounts = model.totals
-    if merged:
-        counts = merge_counts(counts, JUNK)  # type: ignore[assignment]
-        totals = merge_totals(model.totals, CLASSES, JUNK)
-        vocabulary = list(merge_vocabulary_counts(vocabulary, JUNK))
-        params = side_params(params)
-    result = scoring.score(
+    found = scoring.evidence(
         counts,
         names=model.names(),
         in_message={token: message.count(token) for token in message},
-        totals=totals,
-        vocabulary_counts=vocabulary,
-        params=params,
-        classes=SIDES,
+        counting=scoring.counting_of(params),
+        lumps=lumps(CLASSES, JUNK) if merged else None,
+    )
+    if merged:
+        totals = merge_totals(model.totals, CLASSES, JUNK)
+        vocabulary = list(merge_vocabulary_counts(vocabulary, JUNK))
+        params = side_params(params)
+    result = scoring.score_found(
+        found, totals=totals, vocabulary_counts=vocabulary, params=params, classes=SIDES
     )
     return scoring.spam_odds(result)
 
@@ -107,3 +110,58 @@ def test_side_training_lead_learns_while_a_class_of_the_same_side_is_likelier() 
     # Spam leads the junk side: the side-merged log-odds as they are.
     assert side_training_lead(posteriors, "spam", JUNK, side_odds=-5.0) == -5.0
     assert side_training_lead({"ham": -1.0, "spam": -0.4}, "phishing", JUNK, 0.3) is None
+
+
+def test_the_class_is_named_from_the_tokens_that_decided_the_verdict() -> None:
+    """With ``top``, the classes are scored over the side-merged model's chosen tokens only;
+    those are at most ``top`` a kind, so the multi-class model keeps every one of them, with
+    the weights length normalisation gives them (1 here: ``top`` tokens of one kind)."""
+    params = replace(PLAIN, top=6, floor=20)
+    model = learned(documents(4), {})
+    message = [f"w{k}" for k in (1, 3, 5, 12, 14, 22, 27, 31, 33, 38, 39, 2, 2)]
+    ids = sorted({model.ids[token] for token in message})
+    counts = {tid: model.counts[tid] for tid in ids}
+    names = model.names()
+    in_message = {token: message.count(token) for token in message}
+
+    def found(**how: object) -> list[nb.Evidence]:
+        return scoring.evidence(
+            counts, names=names, in_message=in_message, counting=params.counting, **how
+        )
+
+    sides = scoring.score_found(
+        found(lumps=lumps(CLASSES, JUNK)),
+        totals=merge_totals(model.totals, CLASSES, JUNK),
+        vocabulary_counts=[],
+        params=side_params(params),
+        classes=SIDES,
+    )
+    deciding = deciding_tokens(sides, params)
+    assert deciding is not None and len(deciding) == 6 < len(found())
+    chosen = scoring.evidence(
+        restricted(counts, names, deciding),
+        names=names,
+        in_message=in_message,
+        counting=params.counting,
+    )
+    classes = scoring.score_found(
+        chosen,
+        totals=model.totals,
+        vocabulary_counts=[],
+        params=params,
+        classes=CLASSES,
+    )
+    assert set(classes.contributions) == set(deciding)
+    unweighted = scoring.score_found(
+        chosen,
+        totals=model.totals,
+        vocabulary_counts=[],
+        params=replace(params, top=None, floor=None),
+        classes=CLASSES,
+    )
+    assert classes.contributions == unweighted.contributions
+    # Summed in another order (ranked by spread, not junk against not-junk).
+    assert classes.log_posteriors == pytest.approx(unweighted.log_posteriors, abs=1e-12)
+    assert deciding_tokens(sides, replace(params, top=None)) is None
+    assert deciding_tokens(sides, replace(params, kind="bernoulli")) is None
+    assert restricted(counts, names, None) is counts
