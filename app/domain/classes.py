@@ -7,7 +7,9 @@ With classes C split into junk J and not-junk C \\ J, the verdict's log-odds are
 
 each sum a log-sum-exp of log-posteriors (nats). A side of one class is its log-posterior
 itself, so with the classes ham and spam this is log P(spam|x) − log P(ham|x), bit for bit.
-Classes missing from the posteriors (they have learned nothing) have probability 0.
+Classes missing from the posteriors (they have learned nothing) have probability 0. With
+more than two classes the service takes the verdict from the side-merged model instead
+(``app.domain.sides``; docs/classes.md, "Scores").
 """
 
 from __future__ import annotations
@@ -94,3 +96,21 @@ def scorable(
     if not has_junk or all(name in junk for name in found):
         return None
     return found
+
+
+def side_training_lead(
+    log_posteriors: Mapping[str, float], target: str, junk: Collection[str], side_odds: float
+) -> float | None:
+    """Thick training's lead for a message of class ``target`` when the verdict comes from
+    the side-merged model (``app.domain.sides``), in nats: while another class of the same
+    side is likelier, ``target``'s margin to it (< 0: learned, so the classes keep being
+    learned); else the side-merged log-odds ``side_odds`` for ``target``'s side (negated
+    for not-junk), the lead a two-class site weighs. None when ``target`` is not scored."""
+    own = log_posteriors.get(target)
+    if own is None:
+        return None
+    wanted = target in junk
+    same = [v for name, v in log_posteriors.items() if name != target and (name in junk) == wanted]
+    if same and own <= max(same):
+        return own - max(same)
+    return side_odds if wanted else -side_odds

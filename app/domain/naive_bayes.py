@@ -161,7 +161,8 @@ def multinomial(
     # why: hard ham as a third class, 1-ROCA% 0.088 -> 0.062 on seed 1 (docs/classes.md).
     sides = [label in junk for label in labels]
     if top is not None and len(labels) > 2 and any(sides) and not all(sides):
-        rows = [(-junk_spread(values, sides), token, values) for _, token, values in rows]
+        spread = _SideSpread(sides)
+        rows = [(-spread.of(values), token, values) for _, token, values in rows]
     if top is None:
         chosen = [(token, values, "") for _, token, values in rows]
     else:
@@ -241,6 +242,38 @@ def junk_spread(values: Sequence[float], sides: Sequence[bool]) -> float:
     gap = (log_sum_exp(junk) - math.log(len(junk))) - (log_sum_exp(other) - math.log(len(other)))
     # Both sides -inf (nothing learned, alpha 0) say nothing.
     return 0.0 if math.isnan(gap) else abs(gap)
+
+
+class _SideSpread:
+    """``junk_spread`` with the labels' sides fixed: each side's indices and log |side| found
+    once, each side's log-sum-exp over a list, not a generator. The same operations on the
+    same values, so the same floating-point results (``math.fsum`` is exactly rounded), in
+    a third of the time: with ten classes this ranking was half a classify's arithmetic."""
+
+    def __init__(self, sides: Sequence[bool]) -> None:
+        self.junk = [k for k, is_junk in enumerate(sides) if is_junk]
+        self.other = [k for k, is_junk in enumerate(sides) if not is_junk]
+        self.log_junk = math.log(len(self.junk))
+        self.log_other = math.log(len(self.other))
+
+    def of(self, values: Sequence[float]) -> float:
+        """``junk_spread(values, sides)``."""
+        gap = (_log_sum_exp_at(values, self.junk) - self.log_junk) - (
+            _log_sum_exp_at(values, self.other) - self.log_other
+        )
+        return 0.0 if math.isnan(gap) else abs(gap)
+
+
+def _log_sum_exp_at(values: Sequence[float], indices: Sequence[int]) -> float:
+    """``log_sum_exp`` of ``values`` at ``indices``, in that order."""
+    top = NEG_INF
+    for k in indices:
+        if values[k] > top:
+            top = values[k]
+    if top == NEG_INF:
+        return NEG_INF
+    exp = math.exp
+    return top + math.log(math.fsum([exp(values[k] - top) for k in indices]))
 
 
 def _term(numerator: float, denominator: float, log_denominator: float | None) -> float:

@@ -108,21 +108,36 @@ def group_of(params: ScoringParams) -> Callable[[str], str] | None:
 
 
 def evidence(
-    counts: Counts, *, names: Mapping[int, str], in_message: Mapping[str, int], counting: Counting
+    counts: Counts,
+    *,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
+    counting: Counting,
+    lumps: Mapping[str, str] | None = None,
 ) -> list[nb.Evidence]:
     """The message's tokens with their learned counts, in the order of ``counts``: D_ct
     counted once under presence counting, else T_ct counted ``in_message`` times (``names``:
-    token id -> token). Tokens without learned occurrences are left out."""
+    token id -> token). Tokens without learned occurrences are left out. With ``lumps``
+    (class -> the class it is lumped into), each lump counts the sum of its classes'
+    counts: integers, so exactly what a model that learned the lumps would count."""
     presence = counting == "presence"
     found: list[nb.Evidence] = []
     # A plain loop: a generator per token to test its occurrences took a tenth of a learn.
     for tid, per in counts.items():
         learned: dict[str, float] = {}
         seen = False
-        for label, stats in per.items():
-            learned[label] = stats.messages if presence else stats.occurrences
-            if stats.occurrences > 0:
-                seen = True
+        if lumps is None:
+            for label, stats in per.items():
+                learned[label] = stats.messages if presence else stats.occurrences
+                if stats.occurrences > 0:
+                    seen = True
+        else:
+            for label, stats in per.items():
+                lump = lumps[label]
+                value = stats.messages if presence else stats.occurrences
+                learned[lump] = learned.get(lump, 0) + value
+                if stats.occurrences > 0:
+                    seen = True
         if seen:
             name = names[tid]
             found.append(nb.Evidence(name, 1 if presence else in_message[name], learned))
@@ -190,14 +205,32 @@ def score(
     """One model's score of a message over ``classes``: Bernoulli or multinomial as
     ``params.kind`` says. Every class scored needs a learned message. ``vocabulary_counts``
     (D_ct of every vocabulary token) is read by the Bernoulli model only."""
+    found = evidence(counts, names=names, in_message=in_message, counting=counting_of(params))
+    return score_found(
+        found, totals=totals, vocabulary_counts=vocabulary_counts, params=params, classes=classes
+    )
+
+
+def counting_of(params: ScoringParams) -> Counting:
+    """How ``evidence`` counts for ``params``: presence under the Bernoulli model."""
+    return "presence" if params.kind == "bernoulli" else params.counting
+
+
+def score_found(
+    found: list[nb.Evidence],
+    *,
+    totals: ModelCounts,
+    vocabulary_counts: Iterable[Mapping[str, int]],
+    params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
+) -> nb.Scored:
+    """``score`` of the message's ``evidence``, counted as ``counting_of(params)``."""
     scored = params.labels if classes is None else classes
     if params.kind == "bernoulli":
-        present = evidence(counts, names=names, in_message=in_message, counting="presence")
         messages = {lb: totals.of(lb).messages for lb in scored}
         return nb.bernoulli(
-            present, vocabulary_counts=vocabulary_counts, messages=messages, alpha=params.alpha
+            found, vocabulary_counts=vocabulary_counts, messages=messages, alpha=params.alpha
         )
-    found = evidence(counts, names=names, in_message=in_message, counting=params.counting)
     return own_multinomial(found, totals=totals, params=params, classes=scored)
 
 
@@ -237,16 +270,37 @@ def score_user(
     """A user's multinomial score over ``classes`` with the site-wide model as prior
     (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
     where there is no prior to blend (a site-wide class without tokens)."""
-    labels = params.labels if classes is None else classes
     mine = evidence(own, names=names, in_message=in_message, counting=params.counting)
     theirs = evidence(site, names=names, in_message=in_message, counting=params.counting)
+    return score_user_found(
+        mine,
+        site=theirs,
+        own_totals=own_totals,
+        site_totals=site_totals,
+        params=params,
+        classes=classes,
+    )
+
+
+def score_user_found(
+    mine: list[nb.Evidence],
+    *,
+    site: list[nb.Evidence],
+    own_totals: ModelCounts,
+    site_totals: ModelCounts,
+    params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
+) -> nb.Scored | None:
+    """``score_user`` of the message's ``evidence`` in the user's model (``mine``) and the
+    site-wide one (``site``)."""
+    labels = params.labels if classes is None else classes
     prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):
         return None
     blended, blended_totals = fallback.blend(
         mine,
         own_totals=class_totals(own_totals, labels, params.counting),
-        site=theirs,
+        site=site,
         site_totals=prior,
         site_vocabulary=site_totals.vocabulary,
         alpha=params.alpha,

@@ -9,7 +9,7 @@ transaction for thick training (``evaluate``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from app.domain import naive_bayes as nb
@@ -23,6 +23,17 @@ from app.domain.classes import (
     scorable,
 )
 from app.domain.decision import Decision, Thresholds, Verdict, decide
+from app.domain.sides import (
+    JUNK,
+    NOT_JUNK,
+    SIDES,
+    deciding_tokens,
+    lumps,
+    merge_totals,
+    merge_vocabulary_counts,
+    restricted,
+    side_params,
+)
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
     SpamReport,
@@ -40,17 +51,23 @@ from app.service.scoping import Models
 from app.settings.schema import Settings
 from app.storage.store import Store, TokenStats, Transaction
 
+# Per token id, its learned counts under each class, as storage reads them.
+StoredCounts = Mapping[int, Mapping[str, TokenStats]]
+
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     """A message scored against a model: the scores (None before every label has learned a
     message), learned messages per label, and the learned counts of its tokens, one map per
-    model that judged (a user's, then the site-wide one)."""
+    model that judged (a user's, then the site-wide one). ``sides``: with more than two
+    classes, the side-merged model's scores (``app.domain.sides``; labels ham and spam),
+    which give the verdict; None with two classes."""
 
     scored: nb.Scored | None
     learned: dict[str, int]
     names: Mapping[int, str] = field(default_factory=dict)
-    counts: tuple[Mapping[int, Mapping[str, TokenStats]], ...] = ()
+    counts: tuple[StoredCounts, ...] = ()
+    sides: nb.Scored | None = None
 
     def novelty(self) -> float:
         """The share of the message's distinct tokens that no model that judged has learned
@@ -99,6 +116,14 @@ def scoring_params(settings: Settings) -> scoring.ScoringParams:
     )
 
 
+def judging_counts(
+    own: StoredCounts, site: StoredCounts | None, blended: bool
+) -> tuple[StoredCounts, ...]:
+    """The counts of the models that judged: a user's and the site-wide ones when they were
+    blended, else the one model's."""
+    return (own, site) if blended and site is not None else (own,)
+
+
 class Judge:
     """Reads messages and scores them against the learned counts of a scope."""
 
@@ -113,6 +138,7 @@ class Judge:
         self.cutoffs = CutOffs(settings)
         self.classes = settings.model.classes
         self.junk = settings.model.junk_classes
+        self.lumps = lumps(self.classes, self.junk)
 
     def analyse(self, raw: bytes, legacy: bool = False, form: Form = "rfc822") -> Analysed:
         """``raw`` read as ``form`` (see ``Reader.analyse``)."""
@@ -145,42 +171,118 @@ class Judge:
             return Evaluation(None, learned)
         names = analysed.names()
         ids = list(names)
+        site_counts = None
         if fallback is not None and site is not None:
             # why: one read of both models' counts, not one each (docs/benchmarks.md,
             # "A user's classify")
-            counts = tx.counts_of(fallback, ids)
-            own, site_counts = counts[models.own], counts[fallback[1]]
-            scored = scoring.score_user(
-                own,
-                site=site_counts,
-                names=names,
-                in_message=analysed.tokens,
+            both_counts = tx.counts_of(fallback, ids)
+            own, site_counts = both_counts[models.own], both_counts[fallback[1]]
+        else:
+            own = tx.counts(models.own, ids)
+
+        def found(
+            lumps: Mapping[str, str] | None = None, only: Collection[str] | None = None
+        ) -> tuple[list[nb.Evidence], list[nb.Evidence] | None]:
+            """The message's evidence in the user's model and the site-wide one (None
+            without a fallback): lumped by side, or of the tokens ``only``, as asked."""
+            mine, theirs = restricted(own, names, only), None
+            if site_counts is not None:
+                theirs = restricted(site_counts, names, only)
+            return self._evidence(mine, names, analysed.tokens, lumps), (
+                None if theirs is None else self._evidence(theirs, names, analysed.tokens, lumps)
+            )
+
+        sides, only, side_blended = None, None, False
+        if len(self.classes) > 2:
+            # why: the verdict from the multi-class posteriors left junk-vs-not-junk worse
+            # than two classes (docs/classes.md, "What the third class does to the spam
+            # verdicts").
+            sides, side_blended = self._score(
+                *found(lumps=self.lumps),
+                totals=merge_totals(totals, self.classes, self.junk),
+                site=None if site is None else merge_totals(site, self.classes, self.junk),
+                vocabulary=lambda: merge_vocabulary_counts(
+                    tx.all_message_counts(models.own), self.junk
+                ),
+                params=side_params(self.params),
+                classes=SIDES,
+            )
+            if sides is None:
+                return Evaluation(None, learned)
+            # why: ten classes scored on the tokens that decided the verdict alone classify
+            # in 1.5x the time of two, not 3.3x (docs/classes.md, "What it costs").
+            only = deciding_tokens(sides, self.params)
+        scored, blended = self._score(
+            *found(only=only),
+            totals=totals,
+            site=site,
+            vocabulary=lambda: tx.all_message_counts(models.own),
+            params=self.params,
+            classes=classes,
+        )
+        if scored is None:
+            return Evaluation(None, learned)
+        # The counts of the models that judged the verdict.
+        judging = judging_counts(own, site_counts, side_blended if sides is not None else blended)
+        return Evaluation(scored, learned, names, judging, sides)
+
+    def _evidence(
+        self,
+        counts: StoredCounts,
+        names: Mapping[int, str],
+        in_message: Mapping[str, int],
+        lumps: Mapping[str, str] | None,
+    ) -> list[nb.Evidence]:
+        counting = scoring.counting_of(self.params)
+        return scoring.evidence(
+            counts, names=names, in_message=in_message, counting=counting, lumps=lumps
+        )
+
+    def _score(
+        self,
+        mine: list[nb.Evidence],
+        theirs: list[nb.Evidence] | None,
+        *,
+        totals: scoring.ModelCounts,
+        site: scoring.ModelCounts | None,
+        vocabulary: Callable[[], Iterable[Mapping[str, int]]],
+        params: scoring.ScoringParams,
+        classes: tuple[str, ...],
+    ) -> tuple[nb.Scored | None, bool]:
+        """One model's scores over ``classes`` from the message's evidence in a user's model
+        (``mine``) blended with the site-wide one's (``theirs``) when given, and whether the
+        blend scored (else the own model alone did); None before it can score."""
+        if theirs is not None and site is not None:
+            scored = scoring.score_user_found(
+                mine,
+                site=theirs,
                 own_totals=totals,
                 site_totals=site,
-                params=self.params,
+                params=params,
                 classes=classes,
             )
             if scored is not None:
-                return Evaluation(scored, learned, names, (own, site_counts))
-        else:
-            own = tx.counts(models.own, ids)
-        own_classes = scoring.scored_classes(totals, self.params)
+                return scored, True
+        own_classes = scoring.scored_classes(totals, params)
         if own_classes is None:
-            return Evaluation(None, learned)
-        scored = scoring.score(
-            own,
-            names=names,
-            in_message=analysed.tokens,
+            return None, False
+        scored = scoring.score_found(
+            mine,
             totals=totals,
-            vocabulary_counts=tx.all_message_counts(models.own),
-            params=self.params,
+            vocabulary_counts=vocabulary(),
+            params=params,
             classes=own_classes,
         )
-        return Evaluation(scored, learned, names, (own,))
+        return scored, False
 
-    def junk_odds(self, scored: nb.Scored) -> float:
-        """The log-odds of junk against not-junk (``app.domain.classes``)."""
-        return junk_log_odds(scored.log_posteriors, self.junk)
+    def verdict_odds(self, judged: Evaluation) -> float | None:
+        """The log-odds of junk against not-junk the verdict weighs: the side-merged model's
+        with more than two classes, else ``classes.junk_log_odds``; None before a score."""
+        if judged.sides is not None:
+            return junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+        if judged.scored is None:
+            return None
+        return junk_log_odds(judged.scored.log_posteriors, self.junk)
 
     def _fallback(self, models: Models) -> tuple[str, str] | None:
         """The user's scope and the site-wide one it falls back on, read together; None
@@ -228,6 +330,12 @@ class Judge:
             uniform = -math.log(len(self.classes))
             posteriors = {label: uniform for label in self.classes}
             log_odds, found = 0.0, []
+        elif judged.sides is not None:
+            # The verdict, P(junk) and clues from the side-merged model, the class from the
+            # multi-class posteriors (docs/classes.md, "Scores").
+            posteriors = scored.log_posteriors
+            log_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+            found = nb.clues(judged.sides, JUNK, NOT_JUNK, limit=self._settings.model.clues)
         else:
             posteriors = scored.log_posteriors
             log_odds = junk_log_odds(posteriors, self.junk)
@@ -237,7 +345,10 @@ class Judge:
             found = nb.clues(scored, positive, negative, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
-        probability = nb.probability(log_mass(posteriors, self.junk))
+        if judged.sides is not None:
+            probability = nb.probability(judged.sides.log_posteriors[JUNK])
+        else:
+            probability = nb.probability(log_mass(posteriors, self.junk))
         class_name = most_likely(posteriors)
         shown = shown_class(class_name, self.classes)
         report = SpamReport(decision.verdict, log_odds, probability, found, shown)

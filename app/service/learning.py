@@ -13,9 +13,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from app.domain.classes import training_lead
+from app.domain.classes import (
+    grouped_messages,
+    junk_log_odds,
+    side_training_lead,
+    training_lead,
+)
 from app.domain.decision import worth_learning
 from app.domain.labels import parse_class
+from app.domain.sides import JUNK
 from app.errors import InvalidLabel, StorageConflict
 from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
@@ -166,8 +172,7 @@ class Trainer:
         scored, learned = judged.scored, judged.learned
         ham_bin = None
         if wanted:
-            log_odds = None if scored is None else self._judge.junk_odds(scored)
-            ham_bin = cutoffs.ham_bin(log_odds)
+            ham_bin = cutoffs.ham_bin(self._judge.verdict_odds(judged))
         if not thick:
             return True, ham_bin
         margin, needed = self._settings.training_margin, self._judge.min_messages
@@ -177,13 +182,23 @@ class Trainer:
         # negation for ham.
         # why: hard ham as a class, seed 1: 1,206 learned not 1,222 (docs/classes.md).
         junk = self._judge.junk
-        lead = None if scored is None else training_lead(scored.log_posteriors, label, junk)
+        label_messages = learned[label]
+        if scored is None:
+            lead = None
+        elif judged.sides is not None:
+            # The side-merged model's lead, as a two-class site weighs it (docs/classes.md).
+            side_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+            lead = side_training_lead(scored.log_posteriors, label, junk, side_odds)
+            side = "junk" if label in junk else "not_junk"
+            label_messages = grouped_messages(learned, junk)[side]
+        else:
+            lead = training_lead(scored.log_posteriors, label, junk)
         learn = worth_learning(
             lead,
             label,
             label,
             margin,
-            learned[label],
+            label_messages,
             needed,
             # Each token's counts are walked only where the rule is on.
             novelty=judged.novelty() if novelty_margin > 0 else 0.0,

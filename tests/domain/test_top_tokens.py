@@ -331,3 +331,20 @@ def test_junk_spread_of_one_class_a_side_is_the_two_class_spread() -> None:
     plain = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2)
     named = nb.multinomial(items, totals=TOTALS, vocabulary=50, alpha=1.0, top=2, junk=("spam",))
     assert named == plain
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.floats(-200, 0, allow_nan=False), st.just(-math.inf)), st.booleans()
+        ),
+        min_size=3,
+        max_size=12,
+    ).filter(lambda pairs: 0 < sum(is_junk for _, is_junk in pairs) < len(pairs))
+)
+def test_the_ranking_with_sides_fixed_is_junk_spread_bit_for_bit(
+    pairs: list[tuple[float, bool]],
+) -> None:
+    values = [value for value, _ in pairs]
+    sides = [is_junk for _, is_junk in pairs]
+    assert nb._SideSpread(sides).of(values).hex() == nb.junk_spread(values, sides).hex()

@@ -80,10 +80,10 @@ def test_every_declared_class_learns_and_answers_by_name(
         assert result.class_name == label
         assert set(result.log_posteriors) == set(CLASSES)
         assert math.fsum(math.exp(v) for v in result.log_posteriors.values()) == pytest.approx(1)
-        junk = math.log(sum(math.exp(result.log_posteriors[c]) for c in JUNK))
-        other = math.log(sum(math.exp(result.log_posteriors[c]) for c in CLASSES if c not in JUNK))
-        assert result.log_odds == pytest.approx(junk - other, abs=1e-9)
-        assert result.spam_probability == pytest.approx(math.exp(junk), abs=1e-12)
+        # The log-odds and P(junk) are the side-merged model's (a two-class site's, see
+        # test_the_verdict_is_a_two_class_sites_after_learning_the_same_messages), not the
+        # junk mass of these posteriors.
+        assert result.spam_probability == pytest.approx(1 / (1 + math.exp(-result.log_odds)))
         assert (result.log_odds > 0) == (label in JUNK)
     stats = service.stats()
     assert {c: stats.labels[c].messages for c in CLASSES} == dict.fromkeys(CLASSES, 6)
@@ -283,3 +283,38 @@ def test_the_default_export_is_unchanged(settings: Settings, service: SpamFilter
     out = io.StringIO()
     service.export(out)
     assert out.getvalue().splitlines()[1] == "labels\tham\tspam"
+
+
+SIDE_OF = {"ham": "ham", "newsletter": "ham", "spam": "spam", "phishing": "spam"}
+
+
+@pytest.mark.parametrize("user", [None, "alice@example.org"], ids=["site", "per-user"])
+def test_the_verdict_is_a_two_class_sites_after_learning_the_same_messages(
+    make_settings: MakeSettings,
+    make_service: MakeService,
+    database_factory: Any,
+    user: str | None,
+) -> None:
+    """The verdict, log-odds, P(junk) and clues come from the side-merged model: those of a
+    site that learned every message as its side, ham or spam (learning everything, so both
+    learn the same messages); the class from the four classes' posteriors."""
+    users = {"train_site": True}
+    two = make_service(make_settings(users=users))
+    four = make_service(make_settings(database_url=database_factory(), users=users, **DECLARED))
+    for raw, label in corpus(8):
+        two.learn(raw, SIDE_OF[label], user=user)
+        four.learn(raw, label, user=user)
+    for serial in range(3):
+        for label in CLASSES:
+            a = two.classify(fresh(label, serial), user=user)
+            b = four.classify(fresh(label, serial), user=user)
+            assert (a.verdict, a.reason, a.log_odds, a.spam_probability, a.clues) == (
+                b.verdict,
+                b.reason,
+                b.log_odds,
+                b.spam_probability,
+                b.clues,
+            )
+            assert a.spam_cutoff == b.spam_cutoff
+            assert b.class_name == label
+            assert set(b.log_posteriors) == set(CLASSES)
