@@ -66,12 +66,12 @@ def decide(log_odds: float, learned: Mapping[str, int], thresholds: Thresholds) 
 
 def worth_learning(
     log_odds: float | None,
+    *,
     label: str,
     positive: str,
     margin: float,
     label_messages: int = 0,
     min_messages: int = 0,
-    *,
     novelty: float = 0.0,
     novelty_margin: float = 0.0,
 ) -> bool:

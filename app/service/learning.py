@@ -195,11 +195,11 @@ class Trainer:
             lead = training_lead(scored.log_posteriors, label, junk)
         learn = worth_learning(
             lead,
-            label,
-            label,
-            margin,
-            label_messages,
-            needed,
+            label=label,
+            positive=label,
+            margin=margin,
+            label_messages=label_messages,
+            min_messages=needed,
             # Each token's counts are walked only where the rule is on.
             novelty=judged.novelty() if novelty_margin > 0 else 0.0,
             novelty_margin=novelty_margin,

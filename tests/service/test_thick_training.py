@@ -31,7 +31,7 @@ MakeSettings = Callable[..., Settings]
     ],
 )
 def test_worth_learning(log_odds: float | None, label: str, expected: bool) -> None:
-    assert worth_learning(log_odds, label, "spam", 30.0) is expected
+    assert worth_learning(log_odds, label=label, positive="spam", margin=30.0) is expected
 
 
 @pytest.mark.parametrize(
@@ -42,8 +42,9 @@ def test_a_label_short_of_min_messages_learns_even_a_confident_message(
     counts: tuple[int, ...], expected: bool
 ) -> None:
     """``counts`` is (learned messages of the label, min_messages); none: the plain rule."""
-    assert worth_learning(50.0, "spam", "spam", 30.0, *counts) is expected
-    assert worth_learning(-50.0, "spam", "spam", 30.0, *counts) is True
+    given = dict(zip(("label_messages", "min_messages"), counts, strict=False))
+    assert worth_learning(50.0, label="spam", positive="spam", margin=30.0, **given) is expected
+    assert worth_learning(-50.0, label="spam", positive="spam", margin=30.0, **given) is True
 
 
 def thick_service(
@@ -132,12 +133,23 @@ def test_a_message_new_enough_is_learned_however_confident(
     novelty: float, novelty_margin: float, expected: bool
 ) -> None:
     assert (
-        worth_learning(50.0, "spam", "spam", 30.0, novelty=novelty, novelty_margin=novelty_margin)
+        worth_learning(
+            50.0,
+            label="spam",
+            positive="spam",
+            margin=30.0,
+            novelty=novelty,
+            novelty_margin=novelty_margin,
+        )
         is expected
     )
     # Wrong or close calls are learned whatever their novelty.
-    assert worth_learning(-50.0, "spam", "spam", 30.0, novelty=0.0, novelty_margin=0.25)
-    assert worth_learning(10.0, "spam", "spam", 30.0, novelty=0.0, novelty_margin=0.25)
+    assert worth_learning(
+        -50.0, label="spam", positive="spam", margin=30.0, novelty=0.0, novelty_margin=0.25
+    )
+    assert worth_learning(
+        10.0, label="spam", positive="spam", margin=30.0, novelty=0.0, novelty_margin=0.25
+    )
 
 
 def test_a_confident_message_with_new_tokens_is_learned_with_the_novelty_rule(
