@@ -46,9 +46,11 @@ def ast_tuple(name: str) -> list[str]:
     """The literal tuple ``name`` of app/compiled.py, read without importing the package."""
     tree = ast.parse((ROOT / "app" / "compiled.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == name for target in node.targets
-        ):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+            assert isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
             return list(ast.literal_eval(node.value))
     raise RuntimeError(f"app/compiled.py has no {name} tuple")
 
