@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation import report
+from app.evaluation.class_report import class_block, class_lines, has_classes
 from app.evaluation.corpus import CorpusItem
 from app.evaluation.runner import (
     ModelFactory,
@@ -138,6 +139,11 @@ def table(arms: Sequence[Arm], corpus: str) -> str:
             lines.append(
                 report.format_row(report.metrics_block(summary), (f"{arm.name} {user}", width))
             )
+    for arm in arms:
+        if has_classes(arm.result.rows):
+            junk = arm.settings.model.junk_classes
+            lines += ["", f"{arm.name}, every user:"]
+            lines += class_lines(class_block(arm.result.rows), junk)
     strength = arms[-1].settings.users.fallback_strength if arms else 0
     lines += [
         "",
@@ -145,6 +151,13 @@ def table(arms: Sequence[Arm], corpus: str) -> str:
         f"fallback: a model per user with the site-wide one as prior (strength {strength:g})",
     ]
     return "\n".join(lines)
+
+
+def _classes(arm: Arm) -> dict[str, Any]:
+    """``{"classes": ...}``, the per-class figures over every user, when the run names more
+    than two classes (``class_report``); else nothing."""
+    rows = arm.result.rows
+    return {"classes": class_block(rows)} if has_classes(rows) else {}
 
 
 def document(arms: Sequence[Arm], corpus: str) -> dict[str, Any]:
@@ -163,6 +176,7 @@ def document(arms: Sequence[Arm], corpus: str) -> dict[str, Any]:
                         user: report.metrics_block(summary)
                         for user, summary in arm.per_user.items()
                     },
+                    **_classes(arm),
                 }
                 for arm in arms
             },

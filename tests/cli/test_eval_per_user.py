@@ -84,3 +84,37 @@ def test_per_user_refuses_what_does_not_apply(
     result = run_sqlite("eval", "--corpus", str(root), "--per-user", *extra)
     assert result.exit_code == 2, result.output
     assert "--per-user" in result.output
+
+
+def test_per_user_prints_each_arms_classes(run_sqlite: Run, tmp_path: Path) -> None:
+    """Ham named easy_ham_* and hard_ham_*, as the SpamAssassin corpus's: each arm gets the
+    confusion matrix over every user, in the table and the JSON."""
+    root = two_users(tmp_path / "corpus", sizes=(24, 16))
+    lines = []
+    for line in (root / "index").read_text().splitlines():
+        label, name = line.split()
+        if label == "ham":
+            number = int(name.rsplit("ham", 1)[1])
+            renamed = name.replace("/ham", "/easy_ham_" if number % 3 else "/hard_ham_")
+            (root / name).rename(root / renamed)
+            name = renamed
+        lines.append(f"{label} {name}")
+    (root / "index").write_text("\n".join(lines) + "\n")
+    split = ("--classes-from-names", "easy_ham,hard_ham")
+    result = run_sqlite("eval", "--corpus", str(root), "--per-user", *split, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    for arm in doc["arms"].values():
+        block = arm["classes"]
+        assert block["corpus"] == {"easy_ham": 13, "hard_ham": 7, "spam": 20}
+        assert block["confusion"]["rows"] == ["easy_ham", "hard_ham", "spam"]
+        assert sum(map(sum, block["confusion"]["counts"])) <= 40
+    table = run_sqlite("eval", "--corpus", str(root), "--per-user", *split)
+    assert table.exit_code == 0, table.output
+    assert "fallback, every user:" in table.output and "macro-F1" in table.output
+    plain = json.loads(
+        run_sqlite(
+            "eval", "--corpus", str(two_users(tmp_path / "p")), "--per-user", "--json"
+        ).stdout
+    )
+    assert all("classes" not in arm for arm in plain["arms"].values())
