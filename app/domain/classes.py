@@ -99,7 +99,7 @@ def scorable(
 
 
 def side_training_lead(
-    log_posteriors: Mapping[str, float], target: str, junk: Collection[str], side_odds: float
+    log_posteriors: Mapping[str, float], target: str, *, junk: Collection[str], side_odds: float
 ) -> float | None:
     """Thick training's lead for a message of class ``target`` when the verdict comes from
     the side-merged model (``app.domain.sides``), in nats: while another class of the same

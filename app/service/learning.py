@@ -188,7 +188,7 @@ class Trainer:
         elif judged.sides is not None:
             # The side-merged model's lead, as a two-class site weighs it (docs/classes.md).
             side_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
-            lead = side_training_lead(scored.log_posteriors, label, junk, side_odds)
+            lead = side_training_lead(scored.log_posteriors, label, junk=junk, side_odds=side_odds)
             side = "junk" if label in junk else "not_junk"
             label_messages = grouped_messages(learned, junk)[side]
         else:

@@ -104,12 +104,15 @@ def test_merged_totals_sum_each_side() -> None:
 def test_side_training_lead_learns_while_a_class_of_the_same_side_is_likelier() -> None:
     posteriors = {"ham": -2.0, "newsletter": -0.5, "spam": -3.0, "phishing": -4.0}
     # Newsletter beats ham on ham's side: ham's margin to it, negative, so learned.
-    assert side_training_lead(posteriors, "ham", JUNK, side_odds=-5.0) == -1.5
+    assert side_training_lead(posteriors, "ham", junk=JUNK, side_odds=-5.0) == -1.5
     # Newsletter leads its side: the side-merged lead, negated for not-junk.
-    assert side_training_lead(posteriors, "newsletter", JUNK, side_odds=-5.0) == 5.0
+    assert side_training_lead(posteriors, "newsletter", junk=JUNK, side_odds=-5.0) == 5.0
     # Spam leads the junk side: the side-merged log-odds as they are.
-    assert side_training_lead(posteriors, "spam", JUNK, side_odds=-5.0) == -5.0
-    assert side_training_lead({"ham": -1.0, "spam": -0.4}, "phishing", JUNK, 0.3) is None
+    assert side_training_lead(posteriors, "spam", junk=JUNK, side_odds=-5.0) == -5.0
+    assert (
+        side_training_lead({"ham": -1.0, "spam": -0.4}, "phishing", junk=JUNK, side_odds=0.3)
+        is None
+    )
 
 
 def test_the_class_is_named_from_the_tokens_that_decided_the_verdict() -> None:
