@@ -6,15 +6,17 @@ candidates that gain 1.5x or more compiled, none at present, so the release buil
 Python. ``.py`` files stay the source, and compiled modules give the same tokens, ids and
 scores bit for bit; docs/benchmarks.md has what each candidate gains.
 
-Only ``importlib`` is imported: ``spamfilter --version`` asks ``build_kind`` and must stay
-lean. A module's spec is found without running the module (its parent package is imported,
-and ``app.domain``'s ``__init__`` is a docstring).
+Only ``importlib``, ``os`` and ``sys`` are imported: ``spamfilter --version`` asks
+``build_kind`` and must stay lean, so a module's file is found without importing it or its
+parent packages.
 """
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
+import sys
 
 # Literal tuples: setup.py parses this file. The candidates are the pure modules of a
 # classify's profile (and the count codec); ``spamfilter bench compiled`` measures them in a
@@ -37,9 +39,35 @@ COMPILED: tuple[str, ...] = ()
 
 def is_compiled(module: str) -> bool:
     """Whether ``module`` loads from an extension module (a mypyc build) here, not from its
-    ``.py`` source; the module itself is not imported."""
-    spec = importlib.util.find_spec(module)
+    ``.py`` source. Neither the module nor its parent packages are imported (the storage
+    package's ``__init__`` imports SQLAlchemy): its file is looked up in their folders."""
+    loaded = sys.modules.get(module)
+    spec = loaded.__spec__ if loaded is not None else _find(module)
     return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+
+
+def _find(module: str) -> importlib.machinery.ModuleSpec | None:
+    """``module``'s spec as the import system would find it (``sys.meta_path``, so a
+    finder that prefers sources is heard), given its parent package's folders."""
+    folders = _folders(module.rpartition(".")[0])
+    if folders is None:
+        return None
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        found = None if find is None else find(module, folders)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return None
+
+
+def _folders(package: str) -> list[str] | None:
+    """The folders ``package`` would be imported from, found through its top-level package
+    (``app``, imported already) without importing the packages between."""
+    top, *inner = package.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.submodule_search_locations is None:
+        return None
+    return [os.path.join(folder, *inner) for folder in spec.submodule_search_locations]
 
 
 def compiled_modules() -> list[str]:
