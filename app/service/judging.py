@@ -25,7 +25,6 @@ from app.domain.classes import (
 from app.domain.decision import Decision, Thresholds, Verdict, decide
 from app.domain.sides import (
     JUNK,
-    NOT_JUNK,
     SIDES,
     deciding_tokens,
     lumps,
@@ -275,14 +274,21 @@ class Judge:
         )
         return scored, False
 
-    def verdict_odds(self, judged: Evaluation) -> float | None:
-        """The log-odds of junk against not-junk the verdict weighs: the side-merged model's
-        with more than two classes, else ``classes.junk_log_odds``; None before a score."""
+    def verdict_model(self, judged: Evaluation) -> tuple[nb.Scored, Collection[str]] | None:
+        """The scores the verdict weighs and their junk classes: the side-merged model's
+        (labels ham and spam) with more than two classes, else the classes' own; None before
+        a score."""
         if judged.sides is not None:
-            return junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+            return judged.sides, (JUNK,)
         if judged.scored is None:
             return None
-        return junk_log_odds(judged.scored.log_posteriors, self.junk)
+        return judged.scored, self.junk
+
+    def verdict_odds(self, judged: Evaluation) -> float | None:
+        """The log-odds of junk against not-junk the verdict weighs
+        (``classes.junk_log_odds`` of ``verdict_model``); None before a score."""
+        weighed = self.verdict_model(judged)
+        return None if weighed is None else junk_log_odds(weighed[0].log_posteriors, weighed[1])
 
     def _fallback(self, models: Models) -> tuple[str, str] | None:
         """The user's scope and the site-wide one it falls back on, read together; None
@@ -325,30 +331,26 @@ class Judge:
     def _classification(
         self, analysed: Analysed, judged: Evaluation, spam_cut: float
     ) -> Classification:
-        scored, learned = judged.scored, judged.learned
-        if scored is None:
+        learned = judged.learned
+        weighed = self.verdict_model(judged)
+        if judged.scored is None or weighed is None:
             uniform = -math.log(len(self.classes))
             posteriors = {label: uniform for label in self.classes}
             log_odds, found = 0.0, []
-        elif judged.sides is not None:
-            # The verdict, P(junk) and clues from the side-merged model, the class from the
-            # multi-class posteriors (docs/classes.md, "Scores").
-            posteriors = scored.log_posteriors
-            log_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
-            found = nb.clues(judged.sides, JUNK, NOT_JUNK, limit=self._settings.model.clues)
+            probability = nb.probability(log_mass(posteriors, self.junk))
         else:
-            posteriors = scored.log_posteriors
-            log_odds = junk_log_odds(posteriors, self.junk)
+            # With more than two classes the verdict, P(junk) and the clues come from the
+            # side-merged model, the class from the classes' posteriors (docs/classes.md).
+            posteriors = judged.scored.log_posteriors
+            verdict, junk = weighed
+            log_odds = junk_log_odds(verdict.log_posteriors, junk)
+            probability = nb.probability(log_mass(verdict.log_posteriors, junk))
             # The clues weigh the likeliest junk class against the likeliest other one
             # (spam against ham, when those are the classes).
-            positive, negative = junk_pair(posteriors, self.junk)
-            found = nb.clues(scored, positive, negative, limit=self._settings.model.clues)
+            positive, negative = junk_pair(verdict.log_posteriors, junk)
+            found = nb.clues(verdict, positive, negative, limit=self._settings.model.clues)
         thresholds = Thresholds(self._ham_cutoff, spam_cut, self.min_messages)
         decision: Decision = decide(log_odds, grouped_messages(learned, self.junk), thresholds)
-        if judged.sides is not None:
-            probability = nb.probability(judged.sides.log_posteriors[JUNK])
-        else:
-            probability = nb.probability(log_mass(posteriors, self.junk))
         class_name = most_likely(posteriors)
         shown = shown_class(class_name, self.classes)
         report = SpamReport(decision.verdict, log_odds, probability, found, shown)

@@ -15,13 +15,11 @@ from typing import TypeVar
 
 from app.domain.classes import (
     grouped_messages,
-    junk_log_odds,
     side_training_lead,
     training_lead,
 )
 from app.domain.decision import worth_learning
 from app.domain.labels import parse_class
-from app.domain.sides import JUNK
 from app.errors import InvalidLabel, StorageConflict
 from app.service.judging import Judge
 from app.service.results import Analysed, FeedbackResult, Outcome
@@ -187,7 +185,8 @@ class Trainer:
             lead = None
         elif judged.sides is not None:
             # The side-merged model's lead, as a two-class site weighs it (docs/classes.md).
-            side_odds = junk_log_odds(judged.sides.log_posteriors, (JUNK,))
+            side_odds = self._judge.verdict_odds(judged)
+            assert side_odds is not None  # the side-merged model scored
             lead = side_training_lead(scored.log_posteriors, label, junk=junk, side_odds=side_odds)
             side = "junk" if label in junk else "not_junk"
             label_messages = grouped_messages(learned, junk)[side]
