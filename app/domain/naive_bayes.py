@@ -237,18 +237,13 @@ def junk_spread(values: Sequence[float], sides: Sequence[bool]) -> float:
     each side's labels weighted alike. A token that tells two labels of one side apart
     (ham from newsletters) says nothing here. With one label a side, |a − b|: the spread
     ``_rows`` ranks by."""
-    junk = [v for v, is_junk in zip(values, sides, strict=True) if is_junk]
-    other = [v for v, is_junk in zip(values, sides, strict=True) if not is_junk]
-    gap = (log_sum_exp(junk) - math.log(len(junk))) - (log_sum_exp(other) - math.log(len(other)))
-    # Both sides -inf (nothing learned, alpha 0) say nothing.
-    return 0.0 if math.isnan(gap) else abs(gap)
+    return _SideSpread(sides).of(values)
 
 
 class _SideSpread:
-    """``junk_spread`` with the labels' sides fixed: each side's indices and log |side| found
-    once, each side's log-sum-exp over a list, not a generator. The same operations on the
-    same values, so the same floating-point results (``math.fsum`` is exactly rounded), in
-    a third of the time: with ten classes this ranking was half a classify's arithmetic."""
+    """``junk_spread`` with the labels' sides fixed, for every token of a message: each
+    side's indices and log |side| found once, each side's log-sum-exp over a list, not a
+    generator (with ten classes this ranking was half a classify's arithmetic)."""
 
     def __init__(self, sides: Sequence[bool]) -> None:
         self.junk = [k for k, is_junk in enumerate(sides) if is_junk]
@@ -261,11 +256,13 @@ class _SideSpread:
         gap = (_log_sum_exp_at(values, self.junk) - self.log_junk) - (
             _log_sum_exp_at(values, self.other) - self.log_other
         )
+        # Both sides -inf (nothing learned, alpha 0) say nothing.
         return 0.0 if math.isnan(gap) else abs(gap)
 
 
 def _log_sum_exp_at(values: Sequence[float], indices: Sequence[int]) -> float:
-    """``log_sum_exp`` of ``values`` at ``indices``, in that order."""
+    """``log_sum_exp`` of ``values`` at ``indices``, in that order, bit for bit
+    (``math.fsum`` is exactly rounded)."""
     top = NEG_INF
     for k in indices:
         if values[k] > top:
