@@ -192,31 +192,12 @@ def overrule(blended: nb.Scored, own: nb.Scored, junk: tuple[str, ...] = ("spam"
     return own if spam_odds(own, junk) < spam_odds(blended, junk) else blended
 
 
-def score(
-    counts: Counts,
-    *,
-    names: Mapping[int, str],
-    in_message: Mapping[str, int],
-    totals: ModelCounts,
-    vocabulary_counts: Iterable[Mapping[str, int]],
-    params: ScoringParams,
-    classes: tuple[str, ...] | None = None,
-) -> nb.Scored:
-    """One model's score of a message over ``classes``: Bernoulli or multinomial as
-    ``params.kind`` says. Every class scored needs a learned message. ``vocabulary_counts``
-    (D_ct of every vocabulary token) is read by the Bernoulli model only."""
-    found = evidence(counts, names=names, in_message=in_message, counting=counting_of(params))
-    return score_found(
-        found, totals=totals, vocabulary_counts=vocabulary_counts, params=params, classes=classes
-    )
-
-
 def counting_of(params: ScoringParams) -> Counting:
     """How ``evidence`` counts for ``params``: presence under the Bernoulli model."""
     return "presence" if params.kind == "bernoulli" else params.counting
 
 
-def score_found(
+def score(
     found: list[nb.Evidence],
     *,
     totals: ModelCounts,
@@ -224,7 +205,10 @@ def score_found(
     params: ScoringParams,
     classes: tuple[str, ...] | None = None,
 ) -> nb.Scored:
-    """``score`` of the message's ``evidence``, counted as ``counting_of(params)``."""
+    """One model's score of a message over ``classes`` from its ``evidence`` (counted as
+    ``counting_of(params)``): Bernoulli or multinomial as ``params.kind`` says. Every class
+    scored needs a learned message. ``vocabulary_counts`` (D_ct of every vocabulary token)
+    is read by the Bernoulli model only."""
     scored = params.labels if classes is None else classes
     if params.kind == "bernoulli":
         messages = {lb: totals.of(lb).messages for lb in scored}
@@ -257,32 +241,6 @@ def own_multinomial(
 
 
 def score_user(
-    own: Counts,
-    *,
-    site: Counts,
-    names: Mapping[int, str],
-    in_message: Mapping[str, int],
-    own_totals: ModelCounts,
-    site_totals: ModelCounts,
-    params: ScoringParams,
-    classes: tuple[str, ...] | None = None,
-) -> nb.Scored | None:
-    """A user's multinomial score over ``classes`` with the site-wide model as prior
-    (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
-    where there is no prior to blend (a site-wide class without tokens)."""
-    mine = evidence(own, names=names, in_message=in_message, counting=params.counting)
-    theirs = evidence(site, names=names, in_message=in_message, counting=params.counting)
-    return score_user_found(
-        mine,
-        site=theirs,
-        own_totals=own_totals,
-        site_totals=site_totals,
-        params=params,
-        classes=classes,
-    )
-
-
-def score_user_found(
     mine: list[nb.Evidence],
     *,
     site: list[nb.Evidence],
@@ -291,8 +249,10 @@ def score_user_found(
     params: ScoringParams,
     classes: tuple[str, ...] | None = None,
 ) -> nb.Scored | None:
-    """``score_user`` of the message's ``evidence`` in the user's model (``mine``) and the
-    site-wide one (``site``)."""
+    """A user's multinomial score over ``classes`` from the message's ``evidence`` in the
+    user's model (``mine``) and the site-wide one (``site``): the site-wide model as prior
+    (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
+    where there is no prior to blend (a site-wide class without tokens)."""
     labels = params.labels if classes is None else classes
     prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):

@@ -252,7 +252,7 @@ class Judge:
         (``mine``) blended with the site-wide one's (``theirs``) when given, and whether the
         blend scored (else the own model alone did); None before it can score."""
         if theirs is not None and site is not None:
-            scored = scoring.score_user_found(
+            scored = scoring.score_user(
                 mine,
                 site=theirs,
                 own_totals=totals,
@@ -265,7 +265,7 @@ class Judge:
         own_classes = scoring.scored_classes(totals, params)
         if own_classes is None:
             return None, False
-        scored = scoring.score_found(
+        scored = scoring.score(
             mine,
             totals=totals,
             vocabulary_counts=vocabulary(),

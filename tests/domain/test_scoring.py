@@ -98,14 +98,13 @@ def score(model: Model, message: Sequence[str], params: ScoringParams) -> nb.Sco
     given for the Bernoulli model)."""
     ids = [model.ids[token] for token in set(message) if token in model.ids]
     vocabulary = [{lb: s.messages for lb, s in per.items()} for per in model.counts.values()]
-    return scoring.score(
+    found = scoring.evidence(
         {tid: model.counts[tid] for tid in sorted(ids)},
         names=model.names(),
         in_message={token: message.count(token) for token in message},
-        totals=model.totals,
-        vocabulary_counts=vocabulary,
-        params=params,
+        counting=scoring.counting_of(params),
     )
+    return scoring.score(found, totals=model.totals, vocabulary_counts=vocabulary, params=params)
 
 
 # ---- Chang's spam slide: occurrences as the slide counts them, and presence -------------------
@@ -193,14 +192,13 @@ def test_only_the_bernoulli_kind_reads_the_vocabulary() -> None:
         yield {}
 
     model = learned(SLIDE, {})
-    scored = scoring.score(
+    found = scoring.evidence(
         model.counts,
         names=model.names(),
         in_message={token: 1 for token in model.ids},
-        totals=model.totals,
-        vocabulary_counts=vocabulary(),
-        params=PLAIN,
+        counting=scoring.counting_of(PLAIN),
     )
+    scored = scoring.score(found, totals=model.totals, vocabulary_counts=vocabulary(), params=PLAIN)
     assert set(scored.contributions) == set(model.ids)
 
 
@@ -262,11 +260,17 @@ def user_score(
     own: Model, site: Model, message: Sequence[str], params: ScoringParams
 ) -> nb.Scored | None:
     ids = sorted({own.ids[t] for t in message if t in own.ids})
+    in_message = {token: message.count(token) for token in message}
+
+    def found(model: Model) -> list[nb.Evidence]:
+        counts = {tid: model.counts[tid] for tid in ids if tid in model.counts}
+        return scoring.evidence(
+            counts, names=own.names(), in_message=in_message, counting=params.counting
+        )
+
     return scoring.score_user(
-        {tid: own.counts[tid] for tid in ids if tid in own.counts},
-        site={tid: site.counts[tid] for tid in ids if tid in site.counts},
-        names=own.names(),
-        in_message={token: message.count(token) for token in message},
+        found(own),
+        site=found(site),
         own_totals=own.totals,
         site_totals=site.totals,
         params=params,

@@ -56,7 +56,7 @@ def scored(model: Model, message: list[str], params: scoring.ScoringParams, merg
         totals = merge_totals(model.totals, CLASSES, JUNK)
         vocabulary = list(merge_vocabulary_counts(vocabulary, JUNK))
         params = side_params(params)
-    result = scoring.score_found(
+    result = scoring.score(
         found, totals=totals, vocabulary_counts=vocabulary, params=params, classes=SIDES
     )
     return scoring.spam_odds(result)
@@ -132,7 +132,7 @@ def test_the_class_is_named_from_the_tokens_that_decided_the_verdict() -> None:
             counts, names=names, in_message=in_message, counting=params.counting, **how
         )
 
-    sides = scoring.score_found(
+    sides = scoring.score(
         found(lumps=lumps(CLASSES, JUNK)),
         totals=merge_totals(model.totals, CLASSES, JUNK),
         vocabulary_counts=[],
@@ -147,7 +147,7 @@ def test_the_class_is_named_from_the_tokens_that_decided_the_verdict() -> None:
         in_message=in_message,
         counting=params.counting,
     )
-    classes = scoring.score_found(
+    classes = scoring.score(
         chosen,
         totals=model.totals,
         vocabulary_counts=[],
@@ -155,7 +155,7 @@ def test_the_class_is_named_from_the_tokens_that_decided_the_verdict() -> None:
         classes=CLASSES,
     )
     assert set(classes.contributions) == set(deciding)
-    unweighted = scoring.score_found(
+    unweighted = scoring.score(
         chosen,
         totals=model.totals,
         vocabulary_counts=[],
