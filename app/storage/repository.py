@@ -214,10 +214,18 @@ class Transaction:
         self._cache.install(updates)
 
     def _key(self, scope: str) -> tuple[Any, ...] | None:
-        """The scope row of ``scope`` with its label totals (``_TOTALS``), as a cache's key;
-        None for a scope never written."""
-        rows = dialect.fetch(self._conn, _TOTALS, (scope,))
-        return tuple(rows) if rows else None
+        """The scope row of ``scope`` with its label totals (``_TOTALS_OF``), as a cache's
+        key; None for a scope never written."""
+        return self._totals_rows((scope,))[scope]
+
+    def _totals_rows(self, scopes: Sequence[str]) -> dict[str, tuple[Any, ...] | None]:
+        """Each scope's row with its label totals, one row a label (``_TOTALS_OF``, the
+        name taken off), in one query; None for a scope never written."""
+        marks = ", ".join("?" * len(scopes))
+        rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
+        for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
+            rows[name].append(tuple(row))
+        return {scope: tuple(found) or None for scope, found in rows.items()}
 
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
         """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
@@ -240,20 +248,17 @@ class Transaction:
     def totals(self, scope: str) -> ModelTotals:
         """Per-label totals and vocabulary size of a scope (zeros for a new scope), in one
         query, which also checks what the cache holds for the scope."""
-        return self._checked_totals(scope, self._key(scope))
+        return self.totals_of((scope,))[scope]
 
     def totals_of(self, scopes: Sequence[str]) -> dict[str, ModelTotals]:
         """``totals`` of each of ``scopes`` (a user's model and the site-wide one) in one
         query, which checks each scope's cache on its own rows."""
-        marks = ", ".join("?" * len(scopes))
-        rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
-        for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
-            rows[name].append(tuple(row))
-        return {scope: self._checked_totals(scope, tuple(rows[scope]) or None) for scope in scopes}
+        rows = self._totals_rows(scopes)
+        return {scope: self._checked_totals(scope, rows[scope]) for scope in scopes}
 
     def _checked_totals(self, scope: str, rows: tuple[Any, ...] | None) -> ModelTotals:
-        """The totals in ``rows`` (``_TOTALS``'s, None: no such scope), the cache of
-        ``scope`` checked against them."""
+        """The totals in ``rows`` (a scope's from ``_totals_rows``; None: no such scope),
+        the cache of ``scope`` checked against them."""
         if rows is None:
             self._absent.add(scope)
             return ModelTotals({}, 0)
@@ -401,13 +406,8 @@ def _per_token(
 
 # A scope's row and its label totals, ordered so that the same state reads as the same rows:
 # their tuple is the key a cache checks (``count_cache.py``).
-_TOTALS = (
-    "SELECT s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
-    "t.occurrences, t.token_messages FROM model_scope s "
-    "LEFT OUTER JOIN label_total t ON t.scope_id = s.id WHERE s.name = ? ORDER BY t.label"
-)
-# ``_TOTALS`` of several scopes, each row led by its scope's name: a scope's rows, that name
-# taken off, are the rows ``_TOTALS`` reads for it, in the same order.
+# Scopes' rows with their label totals, each row led by its scope's name: a scope's row, then
+# one a label (a scope with no label total yet has one row, its label columns NULL).
 _TOTALS_OF = (
     "SELECT s.name, s.id, s.created_at, s.generation, s.vocabulary, t.label, t.messages, "
     "t.occurrences, t.token_messages FROM model_scope s "
