@@ -7,13 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-class Verdict(StrEnum):
-    """The three outcomes of a classification."""
-
-    HAM = "ham"
-    UNSURE = "unsure"
-    SPAM = "spam"
+from app.domain.verdict import Verdict
 
 
 class Reason(StrEnum):

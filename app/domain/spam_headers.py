@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.domain.decision import Verdict
 from app.domain.naive_bayes import Clue
+from app.domain.verdict import Verdict
 
 REQUIRED_SCORE = 5.0
 _SCORE_LIMIT = 999.0

@@ -22,7 +22,7 @@ from app.domain.classes import (
     most_likely,
     scorable,
 )
-from app.domain.decision import Decision, Thresholds, Verdict, decide
+from app.domain.decision import Decision, Thresholds, decide
 from app.domain.sides import (
     JUNK,
     SIDES,
@@ -42,6 +42,7 @@ from app.domain.spam_headers import (
     spam_headers,
     spam_score,
 )
+from app.domain.verdict import Verdict
 from app.service.cutoffs import CutOffs
 from app.service.exposure import hide_field_values
 from app.service.reading import Reader

@@ -8,8 +8,9 @@ from enum import StrEnum
 from typing import Literal
 
 from app.domain import naive_bayes as nb
-from app.domain.decision import Reason, Verdict
+from app.domain.decision import Reason
 from app.domain.token_ids import token_id
+from app.domain.verdict import Verdict
 
 # How to read the bytes given: as an RFC 822 message, as plain text without a header block
 # (an SMS, a web form, a chat message), or "auto": a message when they start with a header

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.decision import Decision, Reason, Thresholds, Verdict, decide
+from app.domain.decision import Decision, Reason, Thresholds, decide
+from app.domain.verdict import Verdict
 
 TRAINED = {"ham": 50, "spam": 50}
 HAM, UNSURE, SPAM = (

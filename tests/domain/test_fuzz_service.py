@@ -32,8 +32,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.bootstrap import build_service
-from app.domain.decision import Verdict
 from app.domain.tokenizer import TokenizerOptions
+from app.domain.verdict import Verdict
 from app.errors import InvalidMessage, MessageTooLarge
 from app.service import Analysed, SpamFilter
 from app.settings.schema import KIB, MIB, Settings, TokenizerSettings

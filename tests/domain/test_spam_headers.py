@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.decision import Verdict
 from app.domain.naive_bayes import Clue
 from app.domain.spam_headers import (
     REQUIRED_SCORE,
@@ -17,6 +16,7 @@ from app.domain.spam_headers import (
     spam_headers,
     spam_score,
 )
+from app.domain.verdict import Verdict
 
 
 def report(verdict: Verdict, log_odds: float, clues: list[Clue] | None = None) -> SpamReport:

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from app.domain.decision import Verdict
+from app.domain.verdict import Verdict
 from app.errors import ConfigurationError, InvalidMessage
 from app.evaluation.corpus import CorpusItem, load_corpus
 from app.evaluation.report import metrics_block, three_way_line

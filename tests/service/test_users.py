@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 import sqlalchemy as sa
 
-from app.domain.decision import Verdict
+from app.domain.verdict import Verdict
 from app.errors import InvalidUser
 from app.service import Outcome, SpamFilter
 from app.settings.schema import Settings

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.adapters.pipe.report import FilterReport
-from app.domain.decision import Verdict
+from app.domain.verdict import Verdict
 from app.errors import ConfigurationError, InvalidMessage, InvalidUser, MessageTooLarge
 
 URL_VARIABLE = "SPAMFILTER_FILTER_URL"
@@ -31,8 +30,7 @@ class DaemonUnavailable(Exception):
     """The service did not answer usefully (refused, timed out, 5xx, garbled)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Daemon:
+class Daemon(NamedTuple):
     """Where the HTTP service listens, and how long to wait for it (seconds)."""
 
     host: str

@@ -17,9 +17,8 @@ status is 3. The classifier is a function of the raw bytes; ``classifier`` picks
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.domain.rewrite import add_headers, drop_spam_headers
@@ -34,8 +33,7 @@ PROGRAM = "spamfilter-filter"
 _NEVER_MIGRATES = "the filter never creates or migrates the database: spamfilter db upgrade does"
 
 
-@dataclass(frozen=True, slots=True)
-class Filtered:
+class Filtered(NamedTuple):
     """The bytes to write out and the exit status."""
 
     output: bytes

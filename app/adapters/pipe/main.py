@@ -8,16 +8,18 @@ passes the message through (exit 3): a filter step must not lose mail over a typ
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, NoReturn, TextIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn, TextIO
 
 from app.adapters.pipe.filter import PROGRAM, Classify, classifier, filter_message
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.errors import ConfigurationError, describe
+
+if TYPE_CHECKING:
+    import argparse
 
 EXIT_CODES = """\
 exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unjudged).
@@ -29,17 +31,26 @@ SPAMFILTER_FILTER_URL=http://HOST:PORT the running HTTP service classifies (fall
 the database when it does not answer), SPAMFILTER_FILTER_TIMEOUT seconds (default 5)."""
 
 
+class Options(NamedTuple):
+    """The command line, read."""
+
+    exit_zero: bool = False
+    user: str | None = None
+    config: Path | None = None
+
+
 class UsageError(Exception):
     """A command line argparse cannot read."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line of ``spamfilter-filter``; a bad one raises UsageError."""
+    import argparse  # only for a command line ``_plain_options`` does not read
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(message)
+
     parse = _Parser(
         prog=PROGRAM,
         description="Read a message on stdin; write it to stdout with X-Spam headers added.",
@@ -122,10 +133,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point (``spamfilter-filter``)."""
     streams = (sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
     try:
-        args = parser().parse_args(argv)
+        args = read_options(sys.argv[1:] if argv is None else argv)
     except UsageError as error:
         return run(*streams, classify=_refuse(f"usage: {error} (see {PROGRAM} --help)"))
     return run(*streams, exit_zero=args.exit_zero, config=args.config, user=args.user)
+
+
+def read_options(argv: Sequence[str]) -> Options:
+    """``argv`` read as ``parser()`` reads it; UsageError for a bad one (``--help`` prints
+    the help and exits)."""
+    quick = _plain_options(argv)
+    if quick is not None:
+        return quick
+    args = parser().parse_args(argv)
+    return Options(args.exit_zero, args.user, args.config)
+
+
+def _plain_options(argv: Sequence[str]) -> Options | None:
+    """The usual command lines (``-e``, ``--exit-zero``, ``-u USER``, ``--user USER``,
+    ``--user=USER``, ``--config PATH``, ``--config=PATH``), read without argparse: building
+    its parser costs a filter process 6 ms of start-up (argparse, gettext, locale, shutil;
+    docs/integration/pipe.md). None for anything else (help, an abbreviation, a value that
+    starts with ``-``, an unknown option), which argparse reads."""
+    exit_zero, user, config = False, None, None
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word in ("-e", "--exit-zero"):
+            exit_zero = True
+            continue
+        name, equals, value = word.partition("=")
+        if not equals:
+            if word not in ("-u", "--user", "--config") or not words or words[0][:1] == "-":
+                return None
+            name, value = word, words.pop(0)
+        elif name not in ("--user", "--config"):
+            return None
+        if name == "--config":
+            config = Path(value)
+        else:
+            user = value
+    return Options(exit_zero, user, config)
 
 
 def _refuse(problem: str) -> Classify:
