@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -131,6 +130,8 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
     """
     if not value or ctx.resilient_parsing:
         return
+    from importlib import metadata  # 20 ms of every command's start-up, so only here
+
     from app.compiled import build_kind
 
     try:

@@ -116,6 +116,8 @@ def test_version_and_help_import_no_command(args: list[str], tmp_path: Path) -> 
     assert "app.cli" in modules
     assert _offenders(modules, HEAVY) == []
     assert not [m for m in modules if m.startswith("app.cli.")]
+    # The installed version is looked up for --version alone (importlib.metadata: 20 ms).
+    assert ("importlib.metadata" in modules) == (args == ["--version"])
 
 
 def test_a_filter_call_imports_only_what_one_judgement_needs(tmp_path: Path) -> None:
