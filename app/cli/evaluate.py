@@ -25,10 +25,10 @@ from click.core import ParameterSource
 
 from app.cli.context import EXIT_USAGE, CliState, build, fail, pass_state
 from app.cli.progress import Bar, progress_bar, wanted
-from app.evaluation import compare, per_user, report, runner, seeds, session
+from app.evaluation import compare, decisive, per_user, report, runner, seeds, session
 from app.evaluation.classes import parse_class_names
 from app.evaluation.corpus import ORDERS, CorpusError, CorpusItem
-from app.evaluation.resultfile import ResultFileError, dumps
+from app.evaluation.resultfile import ResultFileError, dumps, load_runs, scored_messages
 from app.evaluation.runner import CV, PROTOCOLS, ModelFactory, ProgressFn
 from app.evaluation.session import Done, Plan
 from app.settings.schema import Settings
@@ -36,7 +36,7 @@ from app.settings.schema import Settings
 _file = click.Path(dir_okay=False, writable=True, path_type=Path)
 _result_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 DEFAULT_SEED = 1
-COMPARE_OPTIONS = {"compare", "resamples", "bootstrap_seed", "as_json", "out", "quiet"}
+COMPARE_OPTIONS = {"compare", "resamples", "bootstrap_seed", "as_json", "out", "quiet", "decisive"}
 
 
 class SeedList(click.ParamType[list[int], Any]):
@@ -94,6 +94,7 @@ class _Options:
     bootstrap_seed: int
     per_user: bool
     classes_from_names: tuple[str, ...]
+    decisive: int | None
     quiet: bool
 
 
@@ -170,6 +171,13 @@ class _Options:
     "of that class (easy_ham,hard_ham: the SpamAssassin corpus as three classes). A class "
     "the model does not declare is learned as its folder's ham or spam.",
 )
+@click.option(
+    "--decisive",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Also list the N messages with the largest share of 1-ROCA% (mislabelled mail "
+    "shows up here); with --compare, of each file.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not show a progress bar.")
 @pass_state
 def evaluate(state: CliState, /, **options: Any) -> None:
@@ -203,6 +211,7 @@ def _check_combination(ctx: click.Context, opts: _Options) -> None:
         for name in ctx.params
         if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
     }
+    _check_decisive(opts)
     if opts.compare:
         extra = sorted(given - COMPARE_OPTIONS)
         if extra:
@@ -228,6 +237,15 @@ def _check_combination(ctx: click.Context, opts: _Options) -> None:
         if single or opts.seeds is not None:
             names = _flags(ctx, single) if single else "--seeds"
             raise fail(f"--per-user runs online on temporary databases; drop {names}", EXIT_USAGE)
+
+
+def _check_decisive(opts: _Options) -> None:
+    if opts.decisive is None:
+        return
+    if opts.as_json:
+        raise fail("--decisive prints a table; drop --json (--out keeps every score)", EXIT_USAGE)
+    if opts.seeds is not None or opts.per_user:
+        raise fail("--decisive goes with one run or with --compare", EXIT_USAGE)
 
 
 def _check_seeds(ctx: click.Context, opts: _Options, given: set[str]) -> None:
@@ -301,7 +319,17 @@ def _run_one(state: CliState, plan: Plan, opts: _Options) -> None:
         with progress_bar(total, plan.protocol, wanted(opts.quiet)) as bar:
             done = session.run(plan, seed, items, models, database, _progress(bar))
     click.echo(dumps(done.doc) if opts.as_json else report.table(done.doc))
+    if opts.decisive is not None:
+        _echo_decisive(done.doc, "this run", opts.decisive)
     _write_files(done, opts)
+
+
+def _echo_decisive(run: dict[str, Any], title: str, count: int) -> None:
+    try:
+        messages = scored_messages(run, title)
+    except ResultFileError as error:
+        raise fail(f"--decisive: {error}", EXIT_USAGE) from error
+    click.echo(decisive.table(title, decisive.decisive(messages, count)))
 
 
 def _run_seeds(state: CliState, plan: Plan, opts: _Options) -> None:
@@ -352,6 +380,12 @@ def _compare(opts: _Options) -> None:
         raise fail(f"compare: {error}", EXIT_USAGE) from error
     doc = compare.document(result)
     click.echo(dumps(doc) if opts.as_json else compare.text(result))
+    if opts.decisive is not None:
+        for name, path in zip("AB", opts.compare, strict=True):
+            for run in load_runs(path):
+                seed = run.get("seed")
+                title = f"{name} {path.name}" + ("" if seed is None else f", seed {seed}")
+                _echo_decisive(run, title, opts.decisive)
     if opts.out is not None:
         opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
 

@@ -18,6 +18,7 @@ Undefined values (a class with no message) are NaN.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -101,6 +102,31 @@ def roc_area_above_pct(scores_spam: Sequence[float], scores_ham: Sequence[float]
         twice_lost += g_ham * (2 * (len(scores_spam) - spam_above - g_spam) + g_spam)
         spam_above += g_spam
     return 100.0 * twice_lost / (2 * pairs)
+
+
+def misordered_pairs(
+    scores_spam: Sequence[float], scores_ham: Sequence[float]
+) -> tuple[list[float], list[float]]:
+    """Each message's share of the pairs 1-ROCA% counts: for each spam, the ham scored above
+    it; for each ham, the spam scored below it; a tie counts one half (in the given orders).
+
+    Each side sums to ``roc_area_above_pct / 100 * len(scores_spam) * len(scores_ham)``, so a
+    message's count over that sum is its share of 1-ROCA%. O(n log n).
+    """
+    _check_scores(scores_spam)
+    _check_scores(scores_ham)
+    ham, spam = sorted(scores_ham), sorted(scores_spam)
+    n_ham = len(ham)
+
+    def ham_above(x: float) -> float:
+        below, through = bisect_left(ham, x), bisect_right(ham, x)
+        return (n_ham - through) + (through - below) / 2
+
+    def spam_below(x: float) -> float:
+        below, through = bisect_left(spam, x), bisect_right(spam, x)
+        return below + (through - below) / 2
+
+    return [ham_above(x) for x in scores_spam], [spam_below(x) for x in scores_ham]
 
 
 def _vertices(

@@ -290,3 +290,39 @@ def test_corpus_is_required_and_seeds_need_a_shuffle(run_sqlite: Run, tmp_path: 
     (root / "index").write_text("ham m0\n")
     result = run_sqlite("eval", "--corpus", str(root), "--seeds", "1-2")
     assert result.exit_code == 2 and "add --order shuffle" in result.stderr
+
+
+def test_decisive_names_a_mislabelled_message(
+    run_sqlite: Run, corpus: Path, tmp_path: Path
+) -> None:
+    # A spam filed as ham: judged after some spam has been learned, it scores as spam.
+    (corpus / "ham" / "ham_9999.eml").write_bytes(messages("spam", 1, start=500)[0])
+    out = tmp_path / "run.json"
+    result = run_sqlite(
+        "eval", "--corpus", str(corpus), "--decisive", "2", "--out", str(out)
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.startswith("decisive   this run"))
+    first = lines[at + 2].split()
+    assert first[0] == "ham" and first[-1] == "ham/ham_9999.eml"
+    assert float(first[2].rstrip("%")) > 50  # most of the run's 1-ROCA%
+    compared = run_sqlite("eval", "--compare", str(out), str(out), "--decisive", "1")
+    assert compared.exit_code == 0, compared.output
+    assert compared.stdout.count("ham/ham_9999.eml") == 2  # A's and B's
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--decisive", "3", "--json"], "--decisive prints a table; drop --json"),
+        (["--decisive", "3", "--seeds", "1-2"], "--decisive goes with one run or with --compare"),
+        (["--decisive", "0"], "0 is not in the range x>=1"),
+    ],
+)
+def test_decisive_usage_errors(
+    run_sqlite: Run, corpus: Path, args: list[str], message: str
+) -> None:
+    result = run_sqlite("eval", "--corpus", str(corpus), *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
