@@ -94,6 +94,10 @@ class Trainer:
             # counts through the cache (``CacheView.held``), even when its first message
             # changes a model without judging it (a relabel; every spam under ``everything``).
             tx.totals(scope)
+        if len(messages) > 1:
+            batch = [analysed for analysed, _ in messages]
+            for judged in (models, *sites):
+                self._judge.prefetch(tx, judged, batch)
         outcomes = []
         for analysed, target in messages:
             outcomes.append(self._learn_in(tx, models, analysed, target))

@@ -265,3 +265,38 @@ def test_a_batch_that_starts_with_a_relabel_still_judges_from_the_cache(
     outcomes = learn_all(service, batch)
     assert outcomes[0] == "relabelled" and outcomes[1] in ("learned", "skipped")
     assert set(read) <= set(batch[0][0].bag())  # only what the relabel moved
+
+
+@pytest.mark.parametrize("user", [None, "bob@example.org"])
+def test_a_batch_reads_its_messages_counts_in_one_query(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    user: str | None,
+) -> None:
+    """The counts every message of a batch is judged on are read once, up front: each
+    message's own read is then answered by the cache (docs/benchmarks.md), with the same
+    outcomes as one at a time."""
+    settings = settings_for(make_settings, database_factory(), "thick")
+    service = make_service(settings)
+    messages = stream()
+    one_at_a_time(service, messages[:12], user)
+    batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:60]]
+    calls: list[dict[str, list[int]]] = []
+    real = Transaction._read_counts
+
+    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
+        if any(wanted.values()):  # asked the database (nothing missing asks nothing)
+            calls.append(wanted)
+        return real(tx, wanted)
+
+    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    outcomes = learn_all(service, batch, user)
+    monkeypatch.undo()
+    # One read for the batch (a user's model and the site-wide one together, which the
+    # site-wide model's own learning then finds held); none for any one message.
+    assert len(calls) == 1
+    again = make_service(settings_for(make_settings, database_factory(), "thick"))
+    one_at_a_time(again, messages[:12], user)
+    assert outcomes == one_at_a_time(again, messages[50:60], user)
