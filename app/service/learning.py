@@ -94,7 +94,8 @@ class Trainer:
             # counts through the cache (``CacheView.held``), even when its first message
             # changes a model without judging it (a relabel; every spam under ``everything``).
             tx.totals(scope)
-        if len(messages) > 1:
+        if len(messages) > 1 and self._settings.cache_tokens > 0:
+            # Without a cache to hold them, the counts read ahead would be read again.
             batch = [analysed for analysed, _ in messages]
             for judged in (models, *sites):
                 self._judge.prefetch(tx, judged, batch)

@@ -300,3 +300,28 @@ def test_a_batch_reads_its_messages_counts_in_one_query(
     again = make_service(settings_for(make_settings, database_factory(), "thick"))
     one_at_a_time(again, messages[:12], user)
     assert outcomes == one_at_a_time(again, messages[50:60], user)
+
+
+def test_without_a_cache_a_batch_reads_nothing_ahead(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``cache_tokens`` 0 nothing would hold the counts read ahead: each message reads
+    its own, as before, and none is read twice."""
+    service = make_service(settings_for(make_settings, database_factory(), "thick", cache_tokens=0))
+    messages = stream()
+    one_at_a_time(service, messages[:12])
+    batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:60]]
+    reads: list[int] = []
+    real = Transaction._read_counts
+
+    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
+        reads.extend(tid for ids in wanted.values() for tid in ids)
+        return real(tx, wanted)
+
+    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    learn_all(service, batch)
+    judged = sum(len(analysed.names()) for analysed, _ in batch)
+    assert 0 < len(reads) <= judged  # no batch-wide read on top of the messages' own
