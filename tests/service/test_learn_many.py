@@ -84,6 +84,21 @@ def learn_all(
     return [r.outcome.value for done in service.learn_many(batch, user) for r in done]
 
 
+def record_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, list[int]]]:
+    """Every count read that asks the database (ids missing from a scope's cache), as it
+    is asked, from now on."""
+    asked: list[dict[str, list[int]]] = []
+    real = Transaction._read_counts
+
+    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
+        if any(wanted.values()):  # nothing missing asks nothing
+            asked.append(wanted)
+        return real(tx, wanted)
+
+    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    return asked
+
+
 @pytest.mark.parametrize("mode", ["thick", "everything"])
 @pytest.mark.parametrize("size", [7, 1000])
 def test_batches_leave_exactly_what_one_at_a_time_leaves(
@@ -254,15 +269,9 @@ def test_a_batch_that_starts_with_a_relabel_still_judges_from_the_cache(
         service.classify(raw)  # every token of b and c now held, learned or absent
     flip = "ham" if first[1] == "spam" else "spam"
     batch = [(service.learn_analysis(raw), label) for raw, label in ((first[0], flip), b, c)]
-    read: list[int] = []
-    real = Transaction._read_counts
-
-    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
-        read.extend(tid for token_ids in wanted.values() for tid in token_ids)
-        return real(tx, wanted)
-
-    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    asked = record_reads(monkeypatch)
     outcomes = learn_all(service, batch)
+    read = [tid for wanted in asked for token_ids in wanted.values() for tid in token_ids]
     assert outcomes[0] == "relabelled" and outcomes[1] in ("learned", "skipped")
     assert set(read) <= set(batch[0][0].bag())  # only what the relabel moved
 
@@ -283,15 +292,7 @@ def test_a_batch_reads_its_messages_counts_in_one_query(
     messages = stream()
     one_at_a_time(service, messages[:12], user)
     batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:60]]
-    calls: list[dict[str, list[int]]] = []
-    real = Transaction._read_counts
-
-    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
-        if any(wanted.values()):  # asked the database (nothing missing asks nothing)
-            calls.append(wanted)
-        return real(tx, wanted)
-
-    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    calls = record_reads(monkeypatch)
     outcomes = learn_all(service, batch, user)
     monkeypatch.undo()
     # One read for the batch (a user's model and the site-wide one together, which the
@@ -314,14 +315,8 @@ def test_without_a_cache_a_batch_reads_nothing_ahead(
     messages = stream()
     one_at_a_time(service, messages[:12])
     batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:60]]
-    reads: list[int] = []
-    real = Transaction._read_counts
-
-    def counting(tx: Transaction, wanted: dict[str, list[int]]) -> Any:
-        reads.extend(tid for ids in wanted.values() for tid in ids)
-        return real(tx, wanted)
-
-    monkeypatch.setattr(Transaction, "_read_counts", counting)
+    asked = record_reads(monkeypatch)
     learn_all(service, batch)
+    reads = [tid for wanted in asked for ids in wanted.values() for tid in ids]
     judged = sum(len(analysed.names()) for analysed, _ in batch)
     assert 0 < len(reads) <= judged  # no batch-wide read on top of the messages' own
