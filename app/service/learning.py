@@ -94,11 +94,8 @@ class Trainer:
             # counts through the cache (``CacheView.held``), even when its first message
             # changes a model without judging it (a relabel; every spam under ``everything``).
             tx.totals(scope)
-        if len(messages) > 1 and self._settings.cache_tokens > 0:
-            # Without a cache to hold them, the counts read ahead would be read again.
-            batch = [analysed for analysed, _ in messages]
-            for judged in (models, *sites):
-                self._judge.prefetch(tx, judged, batch)
+        if len(messages) > 1:
+            self._judge.prefetch(tx, [analysed for analysed, _ in messages], (models, *sites))
         outcomes = []
         for analysed, target in messages:
             outcomes.append(self._learn_in(tx, models, analysed, target))

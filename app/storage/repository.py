@@ -172,6 +172,15 @@ class Transaction:
             for scope, per_token in found.items()
         }
 
+    def read_ahead(self, scopes: Sequence[str], token_ids: Iterable[int]) -> None:
+        """Read into each scope's cache the counts of ``token_ids`` it lacks, for all the
+        scopes in one query, so that this transaction's later reads of them find them there.
+        Nothing for a scope no cache can answer for here (none kept, or a model this
+        transaction cannot read through it): its counts would only be read again."""
+        cached = [scope for scope in scopes if self._cache.held(scope) is not None]
+        if cached:
+            self.counts_of(cached, list(token_ids))
+
     def _read_counts(
         self, wanted: Mapping[str, list[int]]
     ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
