@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
+from app.adapters.pipe.records import TYPE_CHECKING, NamedTuple
 from app.adapters.pipe.report import FilterReport
 from app.domain.verdict import Verdict
 from app.errors import ConfigurationError, InvalidMessage, InvalidUser, MessageTooLarge
+
+if TYPE_CHECKING:
+    from typing import Any
 
 URL_VARIABLE = "SPAMFILTER_FILTER_URL"
 TIMEOUT_VARIABLE = "SPAMFILTER_FILTER_TIMEOUT"
@@ -112,12 +115,20 @@ def _post(daemon: Daemon, path: str, raw: bytes) -> tuple[int, bytes]:
         "Connection: close\r\n\r\n"
     )
     try:
-        with socket.create_connection((daemon.host, daemon.port), daemon.timeout) as sock:
+        address = (_host_bytes(daemon.host), daemon.port)
+        # typeshed asks a str host; the socket module takes bytes as well.
+        with socket.create_connection(address, daemon.timeout) as sock:  # type: ignore[arg-type]
             sock.sendall(head.encode("ascii") + raw)
             response = _read_all(sock)
     except OSError as error:
         raise DaemonUnavailable(f"{daemon.host}:{daemon.port}: {error}") from error
     return parse_response(response)
+
+
+def _host_bytes(host: str) -> bytes | str:
+    """An ASCII host as bytes: a str makes the socket module encode it with the ``idna``
+    codec, whose import (with ``stringprep``) costs a filter process ~1.5 ms."""
+    return host.encode("ascii") if host.isascii() else host
 
 
 def _read_all(sock: socket.socket) -> bytes:

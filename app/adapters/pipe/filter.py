@@ -17,14 +17,16 @@ status is 3. The classifier is a function of the raw bytes; ``classifier`` picks
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TextIO
 
+from app.adapters.pipe.records import TYPE_CHECKING, NamedTuple
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.domain.rewrite import add_headers, drop_spam_headers
 from app.errors import describe
 
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
+
     from app.service import SpamFilter
     from app.settings.schema import Settings
 

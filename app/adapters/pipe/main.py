@@ -11,15 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn, TextIO
 
 from app.adapters.pipe.filter import PROGRAM, Classify, classifier, filter_message
+from app.adapters.pipe.records import TYPE_CHECKING, NamedTuple
 from app.adapters.pipe.report import ExitCode, FilterReport
 from app.errors import ConfigurationError, describe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typing and pathlib cost a filter process 9 ms (records)
     import argparse
+    from pathlib import Path
+    from typing import BinaryIO, NoReturn, TextIO
 
 EXIT_CODES = """\
 exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message is then written out unjudged).
@@ -46,6 +47,7 @@ class UsageError(Exception):
 def parser() -> argparse.ArgumentParser:
     """The command line of ``spamfilter-filter``; a bad one raises UsageError."""
     import argparse  # only for a command line ``_plain_options`` does not read
+    from pathlib import Path
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
@@ -170,6 +172,8 @@ def _plain_options(argv: Sequence[str]) -> Options | None:
         elif name not in ("--user", "--config"):
             return None
         if name == "--config":
+            from pathlib import Path  # in a process that reads settings: it imports pathlib
+
             config = Path(value)
         else:
             user = value

@@ -23,9 +23,21 @@ CLI_FILTER = (sys.executable, "-c", "from app.cli import main; main()", "filter"
 WEB_AND_CLI = {"click", "fastapi", "starlette", "uvicorn", "rich", "prometheus_client"}
 # Not needed either when the running service classifies.
 SERVICE_STACK = {"sqlalchemy", "pydantic", "pydantic_settings", "alembic", "psycopg"}
-# Standard modules the client path does without: 20 ms of a filter process's start-up
-# (dataclasses brings inspect; argparse brings gettext, locale and shutil).
-SLOW_TO_START = {"dataclasses", "inspect", "argparse", "shutil"}
+# Standard modules the client path does without: 30 ms of a filter process's start-up
+# (dataclasses brings inspect; argparse brings gettext, locale and shutil; pathlib brings
+# fnmatch and urllib; a str host brings the idna codec with stringprep). Their absence also
+# shows that the editable install adds the source tree to sys.path without an import
+# finder, which imports pathlib in every process.
+SLOW_TO_START = {
+    "dataclasses",
+    "inspect",
+    "argparse",
+    "shutil",
+    "typing",
+    "pathlib",
+    "urllib",
+    "stringprep",
+}
 
 
 def imported(stderr: bytes) -> set[str]:
