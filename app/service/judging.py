@@ -74,12 +74,14 @@ class Evaluation:
         (0 to 1; 0 when nothing was scored)."""
         if not self.names:
             return 0.0
-        known = {
-            tid
-            for counts in self.counts
-            for tid, per in counts.items()
-            if any(stats.occurrences > 0 for stats in per.values())
-        }
+        # Plain loops: a generator per token to test its occurrences took 6 % of a learn.
+        known: set[int] = set()
+        for counts in self.counts:
+            for tid, per in counts.items():
+                for stats in per.values():
+                    if stats.occurrences > 0:
+                        known.add(tid)
+                        break
         return 1.0 - len(known) / len(self.names)
 
     def counts_of(self, tokens: Iterable[str]) -> dict[str, dict[str, int]]:

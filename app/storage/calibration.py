@@ -52,8 +52,7 @@ class HamScores:
         dialect.increment(self._conn, ham_score, [row])
         changes = self._cache.changes(scope)
         changes.histogram.append((index, 1))
-        ((total,),) = dialect.fetch(self._conn, _TOTAL, [scope_id])
-        if total is not None and int(total) >= HALVE_AT:
+        if self._total(scope, scope_id) >= HALVE_AT:
             self._conn.execute(
                 update(ham_score)
                 .where(ham_score.c.scope_id == scope_id)
@@ -61,6 +60,16 @@ class HamScores:
             )
             changes.histogram_unknown = True
             self._drop_empty(scope_id)
+
+    def _total(self, scope: str, scope_id: int) -> int:
+        """The scores ``scope``'s histogram holds now: summed from the cache's view when it
+        knows the histogram (a ham learned in a batch, a query saved), else asked."""
+        held = self._cache.held(scope)
+        histogram = None if held is None else held.histogram()
+        if histogram is not None:
+            return sum(histogram)
+        ((total,),) = dialect.fetch(self._conn, _TOTAL, [scope_id])
+        return 0 if total is None else int(total)
 
     def remove(self, scope: str, index: int) -> None:
         """Take one score out of bin ``index`` (a forgotten or relabelled ham message); a bin
@@ -80,6 +89,6 @@ class HamScores:
         )
 
 
-# The scores a model's histogram holds, asked after every ham score added (through the
-# driver: ``dialect.fetch``).
+# The scores a model's histogram holds, asked after a ham score added when the cache does not
+# know the histogram (through the driver: ``dialect.fetch``).
 _TOTAL = "SELECT SUM(ham) FROM ham_score WHERE scope_id = ?"

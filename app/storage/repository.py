@@ -174,12 +174,19 @@ class Transaction:
 
     def read_ahead(self, scopes: Sequence[str], token_ids: Iterable[int]) -> None:
         """Read into each scope's cache the counts of ``token_ids`` it lacks, for all the
-        scopes in one query, so that this transaction's later reads of them find them there.
+        scopes in one query, and its ham score histogram when the cache lacks it, so that
+        this transaction's later reads of them find them there (and each ham score a batch
+        adds is checked against the histogram's bound without a query: ``HamScores.add``).
         Nothing for a scope no cache can answer for here (none kept, or a model this
         transaction cannot read through it): its counts would only be read again."""
         cached = [scope for scope in scopes if self._cache.held(scope) is not None]
         if cached:
             self.counts_of(cached, list(token_ids))
+        scores = self.ham_scores()
+        for scope in cached:
+            held = self._cache.held(scope)
+            if held is not None and held.own is None and held.histogram() is None:
+                scores.histogram(scope)
 
     def _read_counts(
         self, wanted: Mapping[str, list[int]]

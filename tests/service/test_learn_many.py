@@ -15,6 +15,7 @@ from app.errors import InvalidLabel, InvalidMessage
 from app.service import Analysed, SpamFilter
 from app.service.events import Event
 from app.settings.schema import Settings
+from app.storage import calibration
 from app.storage.engine import make_engine
 from app.storage.repository import Transaction
 from app.storage.store import Store
@@ -320,3 +321,47 @@ def test_without_a_cache_a_batch_reads_nothing_ahead(
     reads = [tid for wanted in asked for ids in wanted.values() for tid in ids]
     judged = sum(len(analysed.names()) for analysed, _ in batch)
     assert 0 < len(reads) <= judged  # no batch-wide read on top of the messages' own
+
+
+@pytest.mark.parametrize("cache_tokens", [None, 0])
+def test_ham_scores_ask_the_histograms_total_only_when_the_cache_cannot(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    cache_tokens: int | None,
+) -> None:
+    """Each ham score a batch adds is checked against the histogram's bound: from the
+    histogram the cache holds when it holds one (a query a message saved), else asked."""
+    extra = {} if cache_tokens is None else {"cache_tokens": cache_tokens}
+    url = database_factory()
+    service = make_service(settings_for(make_settings, url, "thick", **extra))
+    messages = stream()
+    one_at_a_time(service, messages[:12])
+    batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:70]]
+    asked: list[str] = []
+    real = calibration.dialect.fetch
+
+    def fetch(conn: Any, statement: str, *args: Any) -> Any:
+        asked.append(statement)
+        return real(conn, statement, *args)
+
+    monkeypatch.setattr(calibration.dialect, "fetch", fetch)
+    added = ham_scores(url)
+    learn_all(service, batch)
+    added = ham_scores(url) - added
+    totals = asked.count(calibration._TOTAL)
+    assert added > 0
+    assert totals == (0 if cache_tokens is None else added)
+
+
+def ham_scores(url: str) -> int:
+    """The scores every ham score histogram of the database holds."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(sa.text("SELECT COALESCE(SUM(ham), 0) FROM ham_score")).scalar()
+            )
+    finally:
+        engine.dispose()
