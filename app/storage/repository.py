@@ -91,6 +91,13 @@ class Transaction:
         self._absent: set[str] = set()
         self._cache = CacheView(cache, self._scopes)
         self._writes = CountWrites(conn, self._scopes, self._cache, self._grown, self._layout)
+        # Learned-message rows read ahead for a batch (``read_records_ahead``), locked: scope
+        # -> digest -> its row, None for none. A digest this transaction writes leaves it.
+        self._records: dict[str, dict[str, Sequence[Any] | None]] = {}
+        # The totals of models this transaction has changed, as last read: only its own
+        # writes can change them now (the change locked the scope row), and those that do
+        # drop them here (``_totals_written``).
+        self._totals: dict[str, ModelTotals] = {}
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
@@ -99,6 +106,7 @@ class Transaction:
 
     def expiry(self) -> Expiry:
         """Expiry of old and rare tokens, in this transaction (see ``expiry.py``)."""
+        self._written_elsewhere()
         return Expiry(self._conn, self._scopes, self._layout)
 
     def refresh_statistics(self) -> None:
@@ -121,6 +129,7 @@ class Transaction:
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
+        self._written_elsewhere()
         return ModelRows(self._conn, self._scopes, self._layout)
 
     def schema_revision(self) -> str | None:
@@ -237,6 +246,8 @@ class Transaction:
     def _totals_rows(self, scopes: Sequence[str]) -> dict[str, tuple[Any, ...] | None]:
         """Each scope's row with its label totals, one row a label (``_TOTALS_OF``, the
         name taken off), in one query; None for a scope never written."""
+        if not scopes:
+            return {}
         marks = ", ".join("?" * len(scopes))
         rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
         for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
@@ -269,8 +280,19 @@ class Transaction:
     def totals_of(self, scopes: Sequence[str]) -> dict[str, ModelTotals]:
         """``totals`` of each of ``scopes`` (a user's model and the site-wide one) in one
         query, which checks each scope's cache on its own rows."""
-        rows = self._totals_rows(scopes)
-        return {scope: self._checked_totals(scope, rows[scope]) for scope in scopes}
+        # why: a batch read them before every message; kept, a skipped message asks nothing
+        # (docs/benchmarks.md, "Measurements behind the design").
+        kept = self._totals
+        rows = self._totals_rows([scope for scope in scopes if scope not in kept])
+        found: dict[str, ModelTotals] = {}
+        for scope in scopes:
+            totals = kept.get(scope)
+            if totals is None:
+                totals = self._checked_totals(scope, rows[scope])
+                if self._scopes.changed(scope):
+                    kept[scope] = totals
+            found[scope] = totals
+        return found
 
     def _checked_totals(self, scope: str, rows: tuple[Any, ...] | None) -> ModelTotals:
         """The totals in ``rows`` (a scope's from ``_totals_rows``; None: no such scope),
@@ -295,18 +317,49 @@ class Transaction:
 
     def learned(self, scope: str, digest: str, *others: str) -> LearnedRecord | None:
         """The learned-message record of ``digest``, else of the first of ``others`` that
-        has one (one query), locked for update where the database supports it."""
-        scope_id = self._scopes.find(scope)
-        if scope_id is None:
-            return None
+        has one (one query, or none when read ahead), locked for update where the database
+        supports it."""
         wanted = [digest, *others]
-        sql = _LEARNED.format(marks=", ".join("?" * len(wanted)))
-        rows = {row[0]: row for row in dialect.fetch(self._conn, sql, [scope_id, *wanted], True)}
+        ahead = self._records.get(scope, {})
+        if all(d in ahead for d in wanted):
+            rows = {d: row for d in wanted if (row := ahead[d]) is not None}
+        else:
+            rows = self._record_rows(scope, wanted)
         row = next((rows[d] for d in wanted if d in rows), None)
         if row is None:
             return None
         found, label, tokens, ham_bin = row
         return LearnedRecord(found, label, decode_bag(bytes(tokens)), ham_bin)
+
+    def read_records_ahead(self, scope: str, digests: Iterable[str]) -> None:
+        """Read (and lock) the learned-message records of ``digests`` in ``scope`` at once,
+        so that ``learned`` asks nothing more for them: a batch's records in one query,
+        where each message asked its own (a statement per message; docs/benchmarks.md).
+        A digest this transaction then claims, relabels or unclaims is asked again."""
+        wanted = list(dict.fromkeys(digests))
+        ahead = self._records.setdefault(scope, {})
+        for start in range(0, len(wanted), _RECORDS_AT_ONCE):
+            part = wanted[start : start + _RECORDS_AT_ONCE]
+            rows = self._record_rows(scope, part)
+            ahead.update({digest: rows.get(digest) for digest in part})
+
+    def _record_rows(self, scope: str, digests: list[str]) -> dict[str, Sequence[Any]]:
+        """The rows of ``digests``' records in ``scope`` by digest, locked for update."""
+        scope_id = self._scopes.find(scope)
+        if scope_id is None or not digests:
+            return {}
+        sql = _LEARNED.format(marks=", ".join("?" * len(digests)))
+        return {row[0]: row for row in dialect.fetch(self._conn, sql, [scope_id, *digests], True)}
+
+    def _written_elsewhere(self) -> None:
+        """Records and totals are about to be written in ways not followed: nothing kept of
+        them holds."""
+        self._records.clear()
+        self._totals.clear()
+
+    def _written(self, scope: str, digest: str) -> None:
+        """``digest``'s record in ``scope`` changes here: not what was read ahead."""
+        self._records.get(scope, {}).pop(digest, None)
 
     def claim(
         self,
@@ -318,6 +371,7 @@ class Transaction:
     ) -> bool:
         """Record a message as learned (with the ``ham_score`` bin its score went to, if any);
         False (and no change) if it already was."""
+        self._written(scope, digest)
         values = {
             "scope_id": self._scopes.get_or_create(scope),
             "digest": digest,
@@ -331,6 +385,7 @@ class Transaction:
 
     def relabel(self, scope: str, digest: str, label: str) -> None:
         """Change the label of a learned-message record (which no longer holds a ham score)."""
+        self._written(scope, digest)
         scope_id = self._scopes.find(scope)
         if scope_id is not None:
             self._conn.execute(
@@ -341,6 +396,7 @@ class Transaction:
 
     def unclaim(self, scope: str, digest: str) -> None:
         """Delete a learned-message record."""
+        self._written(scope, digest)
         scope_id = self._scopes.find(scope)
         if scope_id is not None:
             self._conn.execute(
@@ -351,10 +407,12 @@ class Transaction:
 
     def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Add one message's tokens to ``label`` (see ``CountWrites.add``)."""
+        self._totals.pop(scope, None)
         self._writes.add(scope, label, bag, vocabulary)
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
+        self._totals.pop(scope, None)
         self._writes.subtract(scope, label, bag, vocabulary)
 
     def stored_classes(self) -> dict[str, int]:
@@ -387,11 +445,13 @@ class Transaction:
 
     def rename_class(self, old: str, new: str) -> None:
         """Rename class ``old`` to ``new`` in every model (see ``class_columns.rename``)."""
+        self._written_elsewhere()
         class_columns.rename(self._conn, old, new)
 
     def drop_class(self, label: str) -> int:
         """Drop what is left of class ``label`` (see ``class_columns.drop``); the token rows
         that went with it."""
+        self._written_elsewhere()
         return class_columns.drop(self._conn, label)
 
     def scopes_under(self, prefix: str) -> list[ScopeSummary]:
@@ -401,6 +461,7 @@ class Transaction:
 
     def drop_scope(self, scope: str) -> DroppedScope | None:
         """Delete scope ``scope`` and every row of it; None when there is no such scope."""
+        self._written_elsewhere()
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return None
@@ -431,7 +492,9 @@ _TOTALS_OF = (
     "ORDER BY s.name, t.label"
 )
 # The learned-message record of a digest (or of the first of several that has one): asked
-# before every learn and forget, through the driver (``dialect.fetch``).
+# before every learn and forget, through the driver (``dialect.fetch``), or for a batch's
+# messages at once, at most this many digests a query (``read_records_ahead``).
+_RECORDS_AT_ONCE = 250
 _LEARNED = (
     "SELECT digest, label, tokens, ham_bin FROM learned_message "
     "WHERE scope_id = ? AND digest IN ({marks})"
