@@ -33,8 +33,9 @@ class CountWrites:
         self._cache = cache
         self._grown = grown
 
-    def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Add one message's tokens to ``label``: counts, totals, and each row's seen day.
+    def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> int | None:
+        """Add one message's tokens to ``label``: counts, totals, and each row's seen day;
+        the vocabulary's size after, when the add grew it (else None).
 
         With ``vocabulary`` true the rows this creates grow the vocabulary (a row is new when
         its occurrences over all labels are what this message added); a relabel passes false:
@@ -87,6 +88,7 @@ class CountWrites:
         size = self._scopes.grow_vocabulary(scope_id, new)
         if size is not None:
             self._grown[scope] = size
+        return size
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label``, as far as the rows still hold them.

@@ -407,8 +407,12 @@ class Transaction:
 
     def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Add one message's tokens to ``label`` (see ``CountWrites.add``)."""
-        self._totals.pop(scope, None)
-        self._writes.add(scope, label, bag, vocabulary)
+        kept = self._totals.pop(scope, None)
+        size = self._writes.add(scope, label, bag, vocabulary)
+        if kept is not None and label in kept.labels:
+            # why: read again after every learn, the totals were a fifth of a batch's
+            # statements on PostgreSQL (docs/benchmarks.md).
+            self._totals[scope] = _added(kept, label, bag, size)
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
@@ -466,6 +470,22 @@ class Transaction:
         if scope_id is None:
             return None
         return accounts.drop_scope(self._conn, scope_id)
+
+
+def _added(
+    totals: ModelTotals, label: str, bag: Mapping[int, int], vocabulary: int | None
+) -> ModelTotals:
+    """``totals`` after ``CountWrites.add`` of ``bag`` to ``label``: what its statements add
+    to the label's row of ``label_total`` (integers, so exactly), and the vocabulary size
+    its update returned (None: unchanged)."""
+    before = totals.of(label)
+    after = LabelStats(
+        before.messages + 1,
+        before.occurrences + sum(bag.values()),
+        before.token_messages + len(bag),
+    )
+    size = totals.vocabulary if vocabulary is None else vocabulary
+    return ModelTotals({**totals.labels, label: after}, size)
 
 
 def _per_token(

@@ -301,9 +301,9 @@ def test_a_batch_reads_its_counts_and_records_at_once_and_totals_after_changes(
 ) -> None:
     """Up front, a batch reads the counts every message is judged on (each message's own
     read is then answered by the cache) and every message's learned-message record, one
-    query a model; and it reads a model's totals again only after a message changed it
-    (once the batch has changed a model, no other writer can), so a message judged and
-    skipped asks nothing (docs/benchmarks.md). The outcomes are those of one at a time."""
+    query a model; and it keeps a model's totals once it has changed the model (no other
+    writer can then, and its own adds move them exactly), so a message judged asks nothing
+    (docs/benchmarks.md). The outcomes are those of one at a time."""
     settings = settings_for(make_settings, database_factory(), "thick")
     service = make_service(settings)
     messages = stream()
@@ -320,12 +320,13 @@ def test_a_batch_reads_its_counts_and_records_at_once_and_totals_after_changes(
     models = 1 if user is None else 2  # a user's feedback trains the site-wide model too
     records = [q for q in asked if q.startswith(repository._LEARNED.split("{")[0])]
     totals = [q for q in asked if q.startswith(repository._TOTALS_OF.split("{")[0])]
-    changed = outcomes.count("learned") + outcomes.count("relabelled")
     assert len(records) == models
-    assert outcomes.count("skipped") >= 5 and "relabelled" in outcomes
-    # The batch's first read, and for each model one after each of its changes and one
-    # before the commit; none for a skipped message.
-    assert len(totals) <= 1 + models * (changed + 1)
+    assert outcomes.count("learned") >= 5 and outcomes.count("skipped") >= 5
+    assert "relabelled" in outcomes
+    # A few reads for the batch (its check, its first message's before the model changed,
+    # one after the relabel's subtract, one before the commit), whatever it learned: none
+    # per message (31 here, one a message, before totals were kept).
+    assert len(totals) <= 3 * models + 3
     again = make_service(settings_for(make_settings, database_factory(), "thick"))
     one_at_a_time(again, messages[:30], user)
     assert outcomes == one_at_a_time(again, chosen, user)
