@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from app.storage import accounts, class_columns, dialect
 from app.storage.accounts import DroppedScope, ScopeSummary
 from app.storage.activity import Activity
-from app.storage.calibration import HamScores
+from app.storage.calibration import HamScores, Pending
 from app.storage.class_columns import ClassHoldings
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.console_access import ConsoleAccess
@@ -98,6 +98,8 @@ class Transaction:
         # writes can change them now (the change locked the scope row), and those that do
         # drop them here (``_totals_written``).
         self._totals: dict[str, ModelTotals] = {}
+        # Ham scores added and not yet written (``HamScores``; written before the commit).
+        self._pending_scores: Pending = {}
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
@@ -125,7 +127,7 @@ class Transaction:
 
     def ham_scores(self) -> HamScores:
         """The models' ham score histograms, in this transaction (see ``calibration.py``)."""
-        return HamScores(self._conn, self._scopes, self._cache)
+        return HamScores(self._conn, self._scopes, self._cache, self._pending_scores)
 
     def model_rows(self) -> ModelRows:
         """Whole models read and written row by row (export, import), in this transaction."""
@@ -231,7 +233,9 @@ class Transaction:
         return known if known is not None else self._scopes.find(scope)
 
     def seal(self) -> list[Update]:
-        """Before the commit: what this transaction's changes will do to the cache."""
+        """Before the commit: the ham scores still pending written, and what this
+        transaction's changes will do to the cache."""
+        self.ham_scores().write_pending()
         return self._cache.seal(self._key)
 
     def install(self, updates: list[Update]) -> None:
@@ -353,7 +357,8 @@ class Transaction:
 
     def _written_elsewhere(self) -> None:
         """Records and totals are about to be written in ways not followed: nothing kept of
-        them holds."""
+        them holds, and what is pending is written first."""
+        self.ham_scores().write_pending()
         self._records.clear()
         self._totals.clear()
 

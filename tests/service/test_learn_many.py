@@ -352,7 +352,7 @@ def test_without_a_cache_a_batch_reads_nothing_ahead(
 
 
 @pytest.mark.parametrize("cache_tokens", [None, 0])
-def test_ham_scores_ask_the_histograms_total_only_when_the_cache_cannot(
+def test_a_batch_writes_its_ham_scores_at_once_and_asks_their_total_only_if_needed(
     make_service: MakeService,
     make_settings: MakeSettings,
     database_factory: DatabaseFactory,
@@ -360,7 +360,9 @@ def test_ham_scores_ask_the_histograms_total_only_when_the_cache_cannot(
     cache_tokens: int | None,
 ) -> None:
     """Each ham score a batch adds is checked against the histogram's bound: from the
-    histogram the cache holds when it holds one (a query a message saved), else asked."""
+    histogram the cache holds when it holds one (a query a message saved), else asked,
+    with the scores pending written first. With the histogram held, the batch writes its
+    scores in one statement before the commit."""
     extra = {} if cache_tokens is None else {"cache_tokens": cache_tokens}
     url = database_factory()
     service = make_service(settings_for(make_settings, url, "thick", **extra))
@@ -368,12 +370,22 @@ def test_ham_scores_ask_the_histograms_total_only_when_the_cache_cannot(
     one_at_a_time(service, messages[:12])
     batch = [(service.learn_analysis(raw), label) for raw, label in messages[50:70]]
     asked = record_queries(monkeypatch)
+    writes: list[int] = []
+    increment = dialect.increment
+
+    def counting(conn: Any, table: sa.Table, rows: Any, *args: Any, **kwargs: Any) -> None:
+        if table.name == "ham_score":
+            writes.append(sum(row["ham"] for row in rows))
+        increment(conn, table, rows, *args, **kwargs)
+
+    monkeypatch.setattr(dialect, "increment", counting)
     added = ham_scores(url)
     learn_all(service, batch)
     added = ham_scores(url) - added
     totals = asked.count(calibration._TOTAL)
-    assert added > 0
+    assert added > 0 and sum(writes) == added
     assert totals == (0 if cache_tokens is None else added)
+    assert len(writes) == (1 if cache_tokens is None else added)
 
 
 def ham_scores(url: str) -> int:
