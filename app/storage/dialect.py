@@ -354,8 +354,8 @@ _PG_TYPES = {
 
 def _placeholder(pg_type: str) -> str:
     """How an array of ``pg_type`` is sent: integers in psycopg's binary format (``%b``),
-    which packs them in C; its text format quotes element by element in Python (300 ids:
-    ~130 µs a statement more), which was a tenth of a learn on PostgreSQL."""
+    each element packed by ``struct``; its text format quotes element by element in Python
+    (300 ids: ~130 µs a statement more), which was a tenth of a learn on PostgreSQL."""
     return "%b" if pg_type in ("bigint", "integer") else "%s"
 
 

@@ -339,7 +339,17 @@ class Transaction:
         """Read (and lock) the learned-message records of ``digests`` in ``scope`` at once,
         so that ``learned`` asks nothing more for them: a batch's records in one query,
         where each message asked its own (a statement per message; docs/benchmarks.md).
-        A digest this transaction then claims, relabels or unclaims is asked again."""
+        A digest this transaction then claims, relabels or unclaims is asked again.
+
+        The scope's row is locked first (``lock_scope``; callers go a user's model before
+        the site-wide one, as a learn does): every writer of a record changes its model
+        before it commits, so none can commit a record of these digests until this
+        transaction ends, and a digest read here as absent stays absent to this transaction
+        but for its own writes.
+        Nothing is read ahead for a model not yet created."""
+        self._scopes.lock(scope)
+        if self._scopes.find(scope) is None:
+            return
         wanted = list(dict.fromkeys(digests))
         ahead = self._records.setdefault(scope, {})
         for start in range(0, len(wanted), _RECORDS_AT_ONCE):

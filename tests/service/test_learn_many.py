@@ -4,6 +4,7 @@ records, ham scores and outcomes of learning them one at a time in the same orde
 from __future__ import annotations
 
 import random
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.errors import InvalidLabel, InvalidMessage
-from app.service import Analysed, SpamFilter
+from app.service import Analysed, SpamFilter, learning
 from app.service.events import Event
 from app.settings.schema import Settings
 from app.storage import calibration, dialect, repository
@@ -402,3 +403,48 @@ def ham_scores(url: str) -> int:
 
 def flip(label: str) -> str:
     return "ham" if label == "spam" else "spam"
+
+
+def test_a_batch_holds_off_other_writers_of_the_records_it_read_ahead(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    database_backend: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A record another writer commits after the batch read its records ahead would be
+    missed (the batch would skip a message already learned, and score its ham twice): so
+    the batch locks each model before reading, and another learn of one of its messages
+    waits for its commit, then finds what the batch did, as if one ran after the other."""
+    if database_backend == "sqlite":
+        pytest.skip("a SQLite writer holds the whole database")
+    url = database_factory()
+    service = make_service(settings_for(make_settings, url, "thick"))
+    other = make_service(settings_for(make_settings, url, "everything"))
+    messages = stream()
+    one_at_a_time(service, messages[:40])
+    spam = next(m for m in messages[70:] if m[1] == "spam")
+    ham = next(m for m in messages[70:] if m[1] == "ham")
+    batch = [(service.learn_analysis(raw), label) for raw, label in (spam, ham)]
+    finished: list[str] = []
+    waited: list[bool] = []
+    judge = learning.Trainer._judge_new
+
+    def judging(self: Any, *args: Any) -> Any:
+        if not threads:  # the batch's first message: the other writer tries meanwhile
+            writer = threading.Thread(
+                target=lambda: finished.append(other.learn(ham[0], "ham").outcome.value)
+            )
+            threads.append(writer)
+            writer.start()
+            writer.join(1.0)
+            waited.append(writer.is_alive())
+        return judge(self, *args)
+
+    threads: list[threading.Thread] = []
+    monkeypatch.setattr(learning.Trainer, "_judge_new", judging)
+    outcomes = learn_all(service, batch)
+    monkeypatch.undo()
+    threads[0].join(30)
+    assert waited == [True]  # it waited for the batch
+    assert finished == ["unchanged" if outcomes[1] == "learned" else "learned"]
