@@ -35,8 +35,7 @@ class HamScores:
 
     def histogram(self, scope: str) -> list[int]:
         """``BINS`` counts for ``scope`` (all zero for a model that has scored no ham)."""
-        held = self._cache.held(scope)
-        histogram = None if held is None else held.histogram()
+        histogram = self._held(scope)
         if histogram is not None:
             return list(histogram)
         counts = self._read(scope)
@@ -90,13 +89,17 @@ class HamScores:
     def _total(self, scope: str, scope_id: int) -> int:
         """The scores ``scope``'s histogram holds now: summed from the cache's view when it
         knows the histogram (a ham learned in a batch, a query saved), else asked."""
-        held = self._cache.held(scope)
-        histogram = None if held is None else held.histogram()
+        histogram = self._held(scope)
         if histogram is not None:
             return sum(histogram)
         self.write_pending()
         ((total,),) = dialect.fetch(self._conn, _TOTAL, [scope_id])
         return 0 if total is None else int(total)
+
+    def _held(self, scope: str) -> tuple[int, ...] | None:
+        """``scope``'s histogram as the transaction's view of the cache has it, if it does."""
+        held = self._cache.held(scope)
+        return None if held is None else held.histogram()
 
     def remove(self, scope: str, index: int) -> None:
         """Take one score out of bin ``index`` (a forgotten or relabelled ham message); a bin

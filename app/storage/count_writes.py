@@ -158,11 +158,11 @@ class CountWrites:
 
     def _bump_totals(self, scope_id: int, label: str, bag: Mapping[int, int]) -> None:
         """One message more in ``label``'s totals."""
-        row = {
-            "scope_id": scope_id,
-            "label": label,
-            "messages": 1,
-            "occurrences": sum(bag.values()),
-            "token_messages": len(bag),
-        }
+        row = {"scope_id": scope_id, "label": label, **added_totals(bag)}
         dialect.increment(self._conn, label_total, [row])
+
+
+def added_totals(bag: Mapping[int, int]) -> dict[str, int]:
+    """What ``add`` of one message's ``bag`` adds to its label's row of ``label_total``
+    (``Transaction`` moves the totals it keeps by the same)."""
+    return {"messages": 1, "occurrences": sum(bag.values()), "token_messages": len(bag)}

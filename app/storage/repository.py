@@ -28,7 +28,7 @@ from app.storage.class_columns import ClassHoldings
 from app.storage.codec import decode_bag, encode_bag
 from app.storage.console_access import ConsoleAccess
 from app.storage.count_cache import UNSEEN, CacheView, CountCache, Update
-from app.storage.count_writes import CountWrites
+from app.storage.count_writes import CountWrites, added_totals
 from app.storage.expiry import Expiry
 from app.storage.rows import TokenStats, token_stats
 from app.storage.scopes import ScopeIds
@@ -95,8 +95,8 @@ class Transaction:
         # -> digest -> its row, None for none. A digest this transaction writes leaves it.
         self._records: dict[str, dict[str, Sequence[Any] | None]] = {}
         # The totals of models this transaction has changed, as last read: only its own
-        # writes can change them now (the change locked the scope row), and those that do
-        # drop them here (``_totals_written``).
+        # writes can change them now (the change locked the scope row); ``add`` moves them,
+        # every other write drops them.
         self._totals: dict[str, ModelTotals] = {}
         # Ham scores added and not yet written (``HamScores``; written before the commit).
         self._pending_scores: Pending = {}
@@ -190,13 +190,12 @@ class Transaction:
         adds is checked against the histogram's bound without a query: ``HamScores.add``).
         Nothing for a scope no cache can answer for here (none kept, or a model this
         transaction cannot read through it): its counts would only be read again."""
-        cached = [scope for scope in scopes if self._cache.held(scope) is not None]
-        if cached:
-            self.counts_of(cached, list(token_ids))
+        held = {scope: view for scope in scopes if (view := self._cache.held(scope)) is not None}
+        if held:
+            self.counts_of(list(held), list(token_ids))
         scores = self.ham_scores()
-        for scope in cached:
-            held = self._cache.held(scope)
-            if held is not None and held.own is None and held.histogram() is None:
+        for scope, view in held.items():
+            if view.own is None and view.histogram() is None:
                 scores.histogram(scope)
 
     def _read_counts(
@@ -493,11 +492,11 @@ def _added(
     """``totals`` after ``CountWrites.add`` of ``bag`` to ``label``: what its statements add
     to the label's row of ``label_total`` (integers, so exactly), and the vocabulary size
     its update returned (None: unchanged)."""
-    before = totals.of(label)
+    before, added = totals.of(label), added_totals(bag)
     after = LabelStats(
-        before.messages + 1,
-        before.occurrences + sum(bag.values()),
-        before.token_messages + len(bag),
+        before.messages + added["messages"],
+        before.occurrences + added["occurrences"],
+        before.token_messages + added["token_messages"],
     )
     size = totals.vocabulary if vocabulary is None else vocabulary
     return ModelTotals({**totals.labels, label: after}, size)
