@@ -21,7 +21,7 @@ every token known to either model has a positive estimate, so none is -inf.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from app.domain.naive_bayes import ClassTotals, Evidence, distinct_evidence
 
@@ -52,6 +52,37 @@ def blend(
         raise ValueError("the site-wide prior needs alpha > 0")
     if any(t.messages <= 0 or t.tokens <= 0 for t in site_totals.values()):
         raise ValueError("the site-wide prior needs a message with tokens in every label")
+    mass = {label: strength * t.tokens / t.messages for label, t in site_totals.items()}
+    spread = {label: t.tokens + alpha * site_vocabulary for label, t in site_totals.items()}
+    combine = _combine_pair if len(site_totals) == 2 else _combine
+    evidence = combine(
+        own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
+    )
+    nothing = ClassTotals(0, 0)
+    site_messages = sum(t.messages for t in site_totals.values())
+    totals = {
+        label: ClassTotals(
+            own_totals.get(label, nothing).messages + strength * t.messages / site_messages,
+            own_totals.get(label, nothing).tokens + mass[label],
+        )
+        for label, t in site_totals.items()
+    }
+    return evidence, totals
+
+
+def _combine(
+    own: Sequence[Evidence],
+    site: Sequence[Evidence],
+    *,
+    mass: Mapping[str, float],
+    spread: Mapping[str, float],
+    alpha: float,
+    distinct: int | None,
+    group: Callable[[str], str] | None,
+) -> list[Evidence]:
+    """``blend``'s evidence for any number of labels, term by term: each token of either
+    model once, its counts u_c(w) + m_c · p_c(w) (``mass``: m_c; ``spread``: the
+    denominator of p_c(w))."""
     site_by_token = {item.token: item for item in site}
     own_by_token = {item.token: item for item in own}
     combined: dict[str, Evidence] = {}
@@ -62,30 +93,90 @@ def blend(
             summed = {
                 label: (mine.counts.get(label, 0) if mine else 0)
                 + (theirs.counts.get(label, 0) if theirs else 0)
-                for label in site_totals
+                for label in mass
             }
             combined[item.token] = Evidence(item.token, item.in_message, summed)
     kept: Sequence[Evidence] = list(combined.values())
     if distinct is not None:
         kept = distinct_evidence(kept, distinct, group=group)
-    site_messages = sum(t.messages for t in site_totals.values())
-    mass = {label: strength * t.tokens / t.messages for label, t in site_totals.items()}
-    spread = {label: t.tokens + alpha * site_vocabulary for label, t in site_totals.items()}
     evidence = []
     for item in kept:
         mine = own_by_token.get(item.token)
         theirs = site_by_token.get(item.token)
         counts: dict[str, float] = {}
-        for label in site_totals:
+        for label in mass:
             prior = ((theirs.counts.get(label, 0) if theirs else 0) + alpha) / spread[label]
             counts[label] = (mine.counts.get(label, 0) if mine else 0) + mass[label] * prior
         evidence.append(Evidence(item.token, item.in_message, counts))
-    nothing = ClassTotals(0, 0)
-    totals = {
-        label: ClassTotals(
-            own_totals.get(label, nothing).messages + strength * t.messages / site_messages,
-            own_totals.get(label, nothing).tokens + mass[label],
-        )
-        for label, t in site_totals.items()
-    }
-    return evidence, totals
+    return evidence
+
+
+def _combine_pair(
+    own: Sequence[Evidence],
+    site: Sequence[Evidence],
+    *,
+    mass: Mapping[str, float],
+    spread: Mapping[str, float],
+    alpha: float,
+    distinct: int | None,
+    group: Callable[[str], str] | None,
+) -> list[Evidence]:
+    """``_combine`` for two labels, unrolled: the same operations in the same order, so the
+    same values bit for bit, without a dict of summed counts per token (a user's classify
+    blends every token of the message)."""
+    (a, mass_a), (b, mass_b) = mass.items()
+    spread_a, spread_b = spread[a], spread[b]
+    # Each token once, the user's first: its count in the message, then both models' counts.
+    site_by_token = {item.token: item for item in site}
+    own_by_token = {item.token: item for item in own}
+    rows: dict[str, tuple[int, float, float, float, float]] = {}
+    for item in (*own, *site):
+        token = item.token
+        if token in rows:
+            continue
+        mine = own_by_token.get(token)
+        theirs = site_by_token.get(token)
+        if mine is None:
+            mine_a = mine_b = 0.0
+        else:
+            mine_a, mine_b = mine.counts.get(a, 0), mine.counts.get(b, 0)
+        if theirs is None:
+            theirs_a = theirs_b = 0.0
+        else:
+            theirs_a, theirs_b = theirs.counts.get(a, 0), theirs.counts.get(b, 0)
+        rows[token] = (item.in_message, mine_a, mine_b, theirs_a, theirs_b)
+    tokens: Iterable[str] = rows
+    if distinct is not None:
+        tokens = _distinct_pair(rows, distinct, group=group)
+    evidence = []
+    for token in tokens:
+        n, mine_a, mine_b, theirs_a, theirs_b = rows[token]
+        counts = {
+            a: mine_a + mass_a * ((theirs_a + alpha) / spread_a),
+            b: mine_b + mass_b * ((theirs_b + alpha) / spread_b),
+        }
+        evidence.append(Evidence(token, n, counts))
+    return evidence
+
+
+def _distinct_pair(
+    rows: Mapping[str, tuple[int, float, float, float, float]],
+    least: int,
+    *,
+    group: Callable[[str], str] | None,
+) -> list[str]:
+    """The tokens ``distinct_evidence`` keeps of ``rows``' summed counts, in its order
+    (its key holds the counts in sorted label order; any one order groups alike)."""
+    kept: list[str] = []
+    first: dict[tuple[str, int, tuple[float, float]], str] = {}
+    for token, (n, mine_a, mine_b, theirs_a, theirs_b) in rows.items():
+        learned = (mine_a + theirs_a, mine_b + theirs_b)
+        if learned[0] + learned[1] < least:
+            kept.append(token)
+            continue
+        key = ("" if group is None else group(token), n, learned)
+        held = first.get(key)
+        if held is None or token < held:
+            first[key] = token
+    kept.extend(first.values())
+    return kept
