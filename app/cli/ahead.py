@@ -1,9 +1,9 @@
-"""``learn --jobs``: the next messages of a bulk learn read in other processes while this
-one learns (``app.service.read_ahead``).
+"""``learn --jobs`` and ``classify --jobs``: the next messages of a bulk run read in other
+processes while this one learns or classifies (``app.service.read_ahead``).
 
-Nothing changes but the time: the messages are learned here, in the order found, and a
-message that other process could not read is read again here, so it fails (and is reported)
-exactly as it would have.
+Nothing changes but the time: the messages are learned or classified here, in the order
+found, and a message that other process could not read is read again here, so it fails (and
+is reported) exactly as it would have.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ def processes_for(jobs: int | None, messages: int) -> int:
     return reading_processes(messages)
 
 
-def ahead(settings: Settings, processes: int) -> Loader:
+def ahead(settings: Settings, processes: int, *, legacy: bool = True) -> Loader:
     """A loader (see ``bulk.run_task``) whose messages come read by ``processes`` other
-    processes, as learn reads them (with the legacy digest); none: ``bulk.load``."""
+    processes, with the legacy digest as learn reads them (``legacy``), else as classify
+    does; none: ``bulk.load``."""
     if processes < 1:
         return load
 
@@ -37,7 +38,7 @@ def ahead(settings: Settings, processes: int) -> Loader:
         from app.service.read_ahead import read_ahead
 
         entries = ((entry, _raw(entry)) for entry in load(found))
-        with closing(read_ahead(settings, entries, processes, legacy=True)) as reading:
+        with closing(read_ahead(settings, entries, processes, legacy=legacy)) as reading:
             for entry, analysed in reading:
                 yield entry if analysed is None else dataclasses.replace(entry, content=analysed)
 

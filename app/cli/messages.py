@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from app.cli.bulk import Batches, Task, run_task
-from app.cli.context import CliState, build, pass_state, user_option
+from app.cli.context import CliState, F, build, pass_state, user_option
 from app.cli.mailboxes import Found, find_messages
 from app.cli.progress import wanted
 from app.cli.verdicts import classification_json, classification_line, show_classification
@@ -35,6 +35,20 @@ _recursive = click.option(
     help="Walk the Maildir++ subfolders (.Sent, .Archive...) of a Maildir too. "
     "Junk and trash folders are skipped unless named.",
 )
+
+
+def _jobs(doing: str) -> Callable[[F], F]:
+    """``--jobs``: processes that read the next messages while this one is ``doing``."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(0, 64),
+        help=f"Processes that read the next messages while this one {doing} (default: 1 "
+        "for 500 messages or more when there is a second core; 0: none). The result is the "
+        "same.",
+    )
+
+
 _user = user_option(
     "Whose model: a mail user (address or login). Default: the site-wide model. "
     "A name that cannot be a user exits 64."
@@ -83,13 +97,7 @@ def _declared_class(ctx: click.Context, _param: click.Parameter, value: str) -> 
     help=f"The class of every message given: {', '.join(LABELS)}, or another the site "
     "declares (model.classes).",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(0, 64),
-    help="Processes that read the next messages while this one learns (default: 1 for "
-    "500 messages or more when there is a second core; 0: none). The result is the same.",
-)
+@_jobs("learns")
 @_user
 @_recursive
 @_quiet
@@ -158,6 +166,7 @@ def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
     is_flag=True,
     help="The detailed view for every message (the default for one message on a terminal).",
 )
+@_jobs("classifies")
 @_user
 @_recursive
 @_quiet
@@ -167,6 +176,7 @@ def classify(
     state: CliState,
     as_json: bool,
     explain: bool,
+    jobs: int | None,
     user: str | None,
     recursive: bool,
     quiet: bool,
@@ -179,7 +189,8 @@ def classify(
     (token, learned messages holding it per label, weight in nats).
 
     PATH is read as by learn: a Maildir is its cur/ and new/ only (--recursive adds its
-    subfolders), and junk and trash folders are skipped unless named.
+    subfolders), and junk and trash folders are skipped unless named. From 500 messages on,
+    another process reads the next ones while this one classifies (--jobs).
 
     Counts go to stderr at the end, and only when a message failed: stdout is the verdicts.
     """
@@ -203,9 +214,13 @@ def classify(
         if as_json:
             click.echo(json.dumps({"path": name, "error": problem}))
 
+    from app.cli.ahead import ahead, processes_for
+
     show = wanted(quiet, stdout_busy=True)
     task = Task("classify", ("classified",), show, to_stderr=True, only_failures=True)
-    run_task(task, found, work, on_error)
+    # why: reading is ~40 % of a classify from a new process (docs/benchmarks.md, "Speed")
+    loader = ahead(settings, processes_for(jobs, len(found)), legacy=False)
+    run_task(task, found, work, on_error, loader=loader)
 
 
 @click.command()

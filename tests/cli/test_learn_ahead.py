@@ -1,5 +1,6 @@
-"""``learn --jobs``: messages read in other processes while this one learns change nothing
-but the time: the same counts, outcomes and failures as reading them here."""
+"""``learn --jobs`` and ``classify --jobs``: messages read in other processes while this one
+learns or classifies change nothing but the time: the same counts, outcomes, verdicts and
+failures as reading them here."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.ahead import processes_for
+from app.cli.ahead import ahead, processes_for
+from app.cli.bulk import Loader
 from app.service.read_ahead import AHEAD_FROM
+from app.settings.schema import Settings
 from app.storage.tables import learned_message, model_scope, token_count
 from tests.cli.conftest import Run
 from tests.cli.mailfiles import messages, write_folder
@@ -62,6 +65,38 @@ def test_reading_ahead_learns_exactly_what_reading_here_does(
     assert alone[0] == 1  # two messages failed, the others were learned
     assert [Path(line.split(": ")[1]).name for line in alone[2]] == ["010.eml", "030.eml"]
     assert "failed 2" in alone[1] and "unchanged 1" in alone[1]
+
+
+def test_reading_ahead_classifies_exactly_what_reading_here_does(
+    run: Run, cli_database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SPAMFILTER_DECISION__MIN_MESSAGES", "2")
+    monkeypatch.setenv("SPAMFILTER_SERVER__MAX_MESSAGE_BYTES", "100000")
+    for label in ("ham", "spam"):
+        seed = write_folder(tmp_path, f"seed-{label}", messages(label, 8, seed=9))
+        assert run("learn", "--label", label, "-q", str(seed)).exit_code == 0
+    folder = mixed(tmp_path)
+    asked: list[tuple[int, bool]] = []
+    real_ahead = ahead
+
+    def spy(settings: Settings, processes: int, *, legacy: bool = True) -> Loader:
+        asked.append((processes, legacy))
+        return real_ahead(settings, processes, legacy=legacy)
+
+    monkeypatch.setattr("app.cli.ahead.ahead", spy)
+    results = []
+    for jobs in ("0", "2"):
+        for form in ([], ["--json"]):
+            result = run("classify", "--jobs", jobs, *form, "-q", str(folder))
+            counts = re.sub(r" in [0-9.]+ s \([0-9,]+ msg/min\)", "", result.stderr)
+            results.append((result.exit_code, result.stdout, counts))
+    alone, alone_json, read_ahead, read_ahead_json = results
+    assert (alone, alone_json) == (read_ahead, read_ahead_json)
+    verdicts = alone[1].splitlines()
+    assert asked == [(0, False), (0, False), (2, False), (2, False)]
+    assert alone[0] == 1 and len(verdicts) == 81  # the two that fail get no verdict line
+    assert {line.split()[0] for line in verdicts} == {"ham", "spam"}
+    assert [Path(line.split(": ")[1]).name for line in _errors(alone[2])] == ["010.eml", "030.eml"]
 
 
 def _errors(stderr: str) -> list[str]:
