@@ -11,7 +11,8 @@ when a shape raises, takes ``--max-seconds`` or more, or grows its cost per KiB 
 
 ``bench speed`` measures today's figures against the speed issue's targets: bulk learn and
 classify on fresh databases (beside bogofilter when it is installed), one message through a
-new process, and HTTP classify and feedback under load; ``--json`` / ``--out`` keep a run,
+new process, the classified half through one new ``spamfilter classify -q``, and HTTP
+classify and feedback under load; ``--json`` / ``--out`` keep a run,
 ``--compare A.json B.json`` sets two runs side by side. The run is
 ``benchmarks.speed_run``, the figures ``benchmarks.speed_report``.
 """

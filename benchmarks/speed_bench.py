@@ -14,7 +14,7 @@ import contextlib
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -241,6 +241,27 @@ def time_bogofilter(
     return Bogofilter(version, learned, classified, _size(wordlists / "wordlist.db"))
 
 
+def time_files(
+    items: Sequence[CorpusItem],
+    run: Runner,
+    command: Sequence[str],
+    clock: Clock = time.perf_counter,
+) -> Batch:
+    """``command`` (``spamfilter classify -q``) given every item's file in one new process,
+    timed from spawn to exit as bogofilter's bulk classify is (start-up, reading, judging and
+    printing); a file with no verdict line of its own is a failure."""
+    start = clock()
+    code, out = run([*command, *(str(item.path) for item in items)], b"")
+    seconds = clock() - start
+    verdicts: dict[str, str] = {}
+    # ``verdict log-odds P(spam) path``, the path last and whole (it may hold spaces).
+    for line in out.decode("utf-8", "surrogateescape").splitlines() if code in (0, 1) else []:
+        fields = line.split(None, 3)
+        if len(fields) == 4:
+            verdicts[fields[3]] = fields[0]
+    return Batch(len(items), seconds, *_outcomes(items, verdicts))
+
+
 def _names(paths: Iterable[Path]) -> bytes:
     """File names one a line, as ``bogofilter -b`` reads them on stdin."""
     return "".join(f"{path}\n" for path in paths).encode("utf-8", "surrogateescape")
@@ -253,6 +274,14 @@ def _bogofilter_verdicts(items: Sequence[CorpusItem], out: bytes) -> tuple[dict[
     for line in out.decode("utf-8", "surrogateescape").splitlines():
         name, letter, _score = ([*line.rsplit(" ", 2), "", ""])[:3]
         verdicts[name] = BOGOFILTER_VERDICTS.get(letter, "unknown")
+    return _outcomes(items, verdicts)
+
+
+def _outcomes(
+    items: Sequence[CorpusItem], verdicts: Mapping[str, str]
+) -> tuple[dict[str, int], int]:
+    """``gold:verdict`` counts of ``items`` by ``verdicts`` (file name -> verdict), and the
+    failures: items without a verdict."""
     outcomes: Counter[str] = Counter()
     failures = 0
     for item in items:

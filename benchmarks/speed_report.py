@@ -21,6 +21,7 @@ FORMAT = 1
 # The second round's targets (compile the hot path, start fast, serve 1,200 a second).
 LEARN_PER_SECOND = {"sqlite": 1_000.0, "postgresql": 700.0}
 CLASSIFY_RATIO = 3.0  # our bulk ms/message over bogofilter's, in process
+FILES_RATIO = 4.0  # ``spamfilter classify -q FILES`` over bogofilter's bulk classify
 HTTP_CLASSIFY_PER_SECOND = 1_200.0
 HTTP_P99_MS = 25.0
 FEEDBACK_PER_SECOND = 300.0
@@ -126,6 +127,8 @@ def figures(doc: Mapping[str, Any]) -> list[Figure]:
         found.extend(_bogofilter_figures(bogo))
     for spawns in doc.get("process", []):
         found.append(_process_figure(spawns))
+    if doc.get("files"):
+        found.extend(_files_figures(doc["files"], bogo))
     for run in doc.get("http", []):
         found.extend(_http_figures(run))
     return found
@@ -240,6 +243,33 @@ def _process_figure(spawns: Mapping[str, Any]) -> Figure:
     )
 
 
+def _files_figures(files: Mapping[str, Any], bogo: Any) -> list[Figure]:
+    """A folder classified from the command line: ms a message, and beside bogofilter's bulk
+    classify of the same files (both a new process, start-up included)."""
+    ms = files["ms_per_message"]
+    theirs = bogo["classify"]["ms_per_message"] if bogo else None
+    ratio = ms / theirs if ms is not None and theirs else None
+    failed = f", {files['failures']} failed" if files["failures"] else ""
+    return [
+        Figure(
+            "files.sqlite",
+            f"{files['command']}, sqlite",
+            ms,
+            "ms/msg",
+            f"{_num(ms, '.3f')} ms/msg ({files['n']:,} files{failed})",
+        ),
+        Figure(
+            "files_ratio.sqlite",
+            "classify -q FILES vs bogofilter",
+            ratio,
+            "x",
+            f"{_num(ratio, '.2f')}x" if ratio is not None else "(no bogofilter)",
+            f"<= {FILES_RATIO:g}x bogofilter",
+            None if ratio is None else ratio <= FILES_RATIO and not files["failures"],
+        ),
+    ]
+
+
 def _http_figures(run: Mapping[str, Any]) -> list[Figure]:
     endpoint, rate, p99 = run["endpoint"], run["per_second"], run["p99_ms"]
     where = f"{run['backend']}, {run['workers']} worker{'s' if run['workers'] > 1 else ''}"
@@ -285,6 +315,12 @@ def table(doc: Mapping[str, Any]) -> str:
         lines.append(_bulk_detail(backend, bulk))
     if doc.get("bogofilter"):
         lines.append(_bulk_detail("bogofilter", doc["bogofilter"]))
+    if doc.get("files"):
+        files = doc["files"]
+        lines.append(
+            f"{files['command']}: (gold:verdict) {_plain(files['outcomes'])}, "
+            f"{files['failures']} failed ({files['seconds']:.2f} s)"
+        )
     for run in doc.get("http", []):
         lines.append(_http_detail(run))
     lines.extend(f"note: {note}" for note in doc.get("notes", []))

@@ -41,6 +41,7 @@ from benchmarks.speed_bench import (
     split_halves,
     time_bogofilter,
     time_classify,
+    time_files,
     time_learn,
     time_spawns,
     typical,
@@ -107,6 +108,7 @@ def run(plan: Plan, progress: Progress) -> dict[str, Any]:
             work.doc["bulk"][backend] = speed_report.bulk_json(_bulk(work, backend))
         work.doc["bogofilter"] = _bogofilter(work)
         work.doc["process"] = [] if "process" in plan.skip else _processes(work)
+        work.doc["files"] = None if "process" in plan.skip else _files(work)
         work.doc["http"] = [] if "http" in plan.skip else _http(work)
         load = os.getloadavg()[0]
         work.doc["notes"].append(f"load average over the last minute at the end: {load:.2f}")
@@ -314,6 +316,23 @@ def _processes(work: _Work) -> list[dict[str, Any]]:
             daemon = {**env, "SPAMFILTER_FILTER_URL": f"http://{HOST}:{port}"}
             found.append(_spawns(work, command, program("spamfilter-filter"), daemon, raw))
     return found
+
+
+def _files(work: _Work) -> dict[str, Any]:
+    """``spamfilter classify -q`` given the classified half's files, one new process on the
+    model of the first half: how a folder is classified from the command line, beside
+    bogofilter's bulk classify of the same files."""
+    command = [*program("spamfilter"), "classify", "-q"]
+    with _database(work, "sqlite", trained=True) as url:
+        env = environment(url)
+
+        def run(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
+            done = subprocess.run(list(argv), input=stdin, env=env, capture_output=True)
+            return done.returncode, done.stdout or done.stderr
+
+        work.progress(f"process: spamfilter classify -q, {len(work.split.test)} files")
+        batch = time_files(work.split.test, run, command)
+    return {"command": "spamfilter classify -q FILES", **speed_report.batch_json(batch)}
 
 
 def _spawns(

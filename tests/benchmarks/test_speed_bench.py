@@ -30,6 +30,7 @@ from benchmarks.speed_bench import (
     split_halves,
     time_bogofilter,
     time_classify,
+    time_files,
     time_learn,
     time_spawns,
     typical,
@@ -215,6 +216,52 @@ def test_a_message_bogofilter_gives_no_line_for_is_a_failure(
     result = time_bogofilter(split, tmp_path, fake, clock=FakeClock())
     assert result.classify.failures == 1
     assert sum(result.classify.outcomes.values()) == len(split.test) - 1
+
+
+def test_a_folder_is_classified_by_one_process_given_every_file(
+    corpus: list[CorpusItem],
+) -> None:
+    """Every file on one command line, the whole run timed; each verdict line (path last,
+    spaces and all) is matched to its file, and a file without one is a failure."""
+    clock = FakeClock()
+    calls: list[list[str]] = []
+
+    def fake(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
+        calls.append(list(argv))
+        clock.spend(0.5)
+        lines = [f"spam      +12.500 0.999996  {path}" for path in argv[3:-1]]  # the last: none
+        return 1, "\n".join(lines).encode()
+
+    batch = time_files(corpus, fake, ["spamfilter", "classify", "-q"], clock=clock)
+    assert calls == [["spamfilter", "classify", "-q", *(str(item.path) for item in corpus)]]
+    assert batch.n == len(corpus) and batch.seconds == pytest.approx(0.5)
+    assert batch.failures == 1
+    expected = {f"{item.label}:spam" for item in corpus[:-1]}
+    assert set(batch.outcomes) == expected and sum(batch.outcomes.values()) == len(corpus) - 1
+    # A run that stopped (exit 75: the database is down) classified nothing it can vouch for.
+    stopped = time_files(corpus, lambda argv, stdin: (75, b"error: database"), ["x"], clock)
+    assert stopped.failures == len(corpus) and not stopped.outcomes
+
+
+def test_a_folder_run_is_judged_beside_bogofilter() -> None:
+    doc = _doc()
+    doc["files"] = {"command": "spamfilter classify -q FILES", **_files_json(1000, 1.2, 0)}
+    found = {fig.key: fig for fig in speed_report.figures(doc)}
+    assert found["files.sqlite"].value == pytest.approx(1.2)
+    assert found["files_ratio.sqlite"].value == pytest.approx(3.0)  # bogofilter: 0.4 ms
+    assert found["files_ratio.sqlite"].met is True  # at most 4x
+    doc["files"] = {"command": "spamfilter classify -q FILES", **_files_json(1000, 2.0, 0)}
+    assert {f.key: f for f in speed_report.figures(doc)}["files_ratio.sqlite"].met is False
+    doc["files"] = {"command": "spamfilter classify -q FILES", **_files_json(1000, 1.2, 3)}
+    failing = {f.key: f for f in speed_report.figures(doc)}["files_ratio.sqlite"]
+    assert failing.met is False  # fast, but three files got no verdict
+    assert "spamfilter classify -q FILES: (gold:verdict)" in speed_report.table(doc)
+    alone = {f.key: f for f in speed_report.figures({**doc, "bogofilter": None})}
+    assert alone["files_ratio.sqlite"].met is None
+
+
+def _files_json(n: int, seconds: float, failures: int) -> dict[str, Any]:
+    return speed_report.batch_json(Batch(n, seconds, {"ham:ham": n - failures}, failures))
 
 
 def _doc(
