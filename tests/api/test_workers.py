@@ -54,13 +54,18 @@ def one_socket_each(workers: set[int], port: int) -> bool:
 
 
 def workers_of(process: subprocess.Popen[bytes]) -> set[int]:
-    """The worker processes of a ``serve`` (its children other than multiprocessing's)."""
+    """The worker processes of a ``serve`` (its children other than multiprocessing's); a
+    child reaped between the listing and the reading of its command line is none."""
     children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-    return {
-        int(pid)
-        for pid in children
-        if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
-    }
+    workers = set()
+    for pid in children:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:  # a killed worker, reaped meanwhile
+            continue
+        if b"resource_tracker" not in command:
+            workers.add(int(pid))
+    return workers
 
 
 def test_each_socket_is_bound_to_one_port_and_a_taken_port_is_refused() -> None:
