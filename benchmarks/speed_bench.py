@@ -254,8 +254,11 @@ def time_files(
     code, out = run([*command, *(str(item.path) for item in items)], b"")
     seconds = clock() - start
     verdicts: dict[str, str] = {}
-    # ``verdict log-odds P(spam) path``, the path last and whole (it may hold spaces).
-    for line in out.decode("utf-8", "surrogateescape").splitlines() if code in (0, 1) else []:
+    # ``verdict log-odds P(spam) path``, the path last and whole (it may hold spaces, and
+    # characters ``splitlines`` would break a line at). A file read as an mbox of several
+    # messages prints ``path#1``, ``path#2``...: not its own line, so a failure here.
+    text = out.decode("utf-8", "surrogateescape") if code in (0, 1) else ""
+    for line in text.split("\n"):
         fields = line.split(None, 3)
         if len(fields) == 4:
             verdicts[fields[3]] = fields[0]

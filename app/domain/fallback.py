@@ -123,7 +123,8 @@ def _combine_pair(
 ) -> list[Evidence]:
     """``_combine`` for two labels, unrolled: the same operations in the same order, so the
     same values bit for bit, without a dict of summed counts per token (a user's classify
-    blends every token of the message)."""
+    blends every token of the message). A model without the token counts 0.0 here, 0 there:
+    the same sums for every count below 2**53, as every count a model learns is."""
     (a, mass_a), (b, mass_b) = mass.items()
     spread_a, spread_b = spread[a], spread[b]
     # Each token once, the user's first: its count in the message, then both models' counts.

@@ -8,6 +8,7 @@ exact; no test needs bogofilter installed, and none times the real service.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -225,6 +226,9 @@ def test_a_folder_is_classified_by_one_process_given_every_file(
     spaces and all) is matched to its file, and a file without one is a failure."""
     clock = FakeClock()
     calls: list[list[str]] = []
+    odd = corpus[0].path.with_name("a name with spaces\x0cand a form feed.eml")
+    corpus[0].path.rename(odd)
+    items = [dataclasses.replace(corpus[0], path=odd), *corpus[1:]]
 
     def fake(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
         calls.append(list(argv))
@@ -232,12 +236,12 @@ def test_a_folder_is_classified_by_one_process_given_every_file(
         lines = [f"spam      +12.500 0.999996  {path}" for path in argv[3:-1]]  # the last: none
         return 1, "\n".join(lines).encode()
 
-    batch = time_files(corpus, fake, ["spamfilter", "classify", "-q"], clock=clock)
-    assert calls == [["spamfilter", "classify", "-q", *(str(item.path) for item in corpus)]]
-    assert batch.n == len(corpus) and batch.seconds == pytest.approx(0.5)
+    batch = time_files(items, fake, ["spamfilter", "classify", "-q"], clock=clock)
+    assert calls == [["spamfilter", "classify", "-q", *(str(item.path) for item in items)]]
+    assert batch.n == len(items) and batch.seconds == pytest.approx(0.5)
     assert batch.failures == 1
-    expected = {f"{item.label}:spam" for item in corpus[:-1]}
-    assert set(batch.outcomes) == expected and sum(batch.outcomes.values()) == len(corpus) - 1
+    expected = {f"{item.label}:spam" for item in items[:-1]}
+    assert set(batch.outcomes) == expected and sum(batch.outcomes.values()) == len(items) - 1
     # A run that stopped (exit 75: the database is down) classified nothing it can vouch for.
     stopped = time_files(corpus, lambda argv, stdin: (75, b"error: database"), ["x"], clock)
     assert stopped.failures == len(corpus) and not stopped.outcomes

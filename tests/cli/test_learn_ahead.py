@@ -5,13 +5,15 @@ failures as reading them here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
-from app.cli.ahead import ahead, processes_for
-from app.cli.bulk import Loader
-from app.service.read_ahead import AHEAD_FROM
+from app.cli.ahead import processes_for
+from app.service import read_ahead as read_ahead_module
+from app.service.read_ahead import AHEAD_FROM, K
+from app.service.results import Analysed, Form
 from app.settings.schema import Settings
 from app.storage.tables import learned_message, model_scope, token_count
 from tests.cli.conftest import Run
@@ -77,13 +79,23 @@ def test_reading_ahead_classifies_exactly_what_reading_here_does(
         assert run("learn", "--label", label, "-q", str(seed)).exit_code == 0
     folder = mixed(tmp_path)
     asked: list[tuple[int, bool]] = []
-    real_ahead = ahead
+    read_there: list[object] = []
+    real_read_ahead = read_ahead_module.read_ahead
 
-    def spy(settings: Settings, processes: int, *, legacy: bool = True) -> Loader:
+    def spy(
+        settings: Settings,
+        entries: Iterable[tuple[K, bytes | None]],
+        processes: int,
+        legacy: bool = False,
+        form: Form = "rfc822",
+    ) -> Iterator[tuple[K, Analysed | None]]:
         asked.append((processes, legacy))
-        return real_ahead(settings, processes, legacy=legacy)
+        for key, analysed in real_read_ahead(settings, entries, processes, legacy, form):
+            if analysed is not None:
+                read_there.append(key)
+            yield key, analysed
 
-    monkeypatch.setattr("app.cli.ahead.ahead", spy)
+    monkeypatch.setattr(read_ahead_module, "read_ahead", spy)
     results = []
     for jobs in ("0", "2"):
         for form in ([], ["--json"]):
@@ -93,8 +105,9 @@ def test_reading_ahead_classifies_exactly_what_reading_here_does(
     alone, alone_json, read_ahead, read_ahead_json = results
     assert (alone, alone_json) == (read_ahead, read_ahead_json)
     verdicts = alone[1].splitlines()
-    assert asked == [(0, False), (0, False), (2, False), (2, False)]
     assert alone[0] == 1 and len(verdicts) == 81  # the two that fail get no verdict line
+    # With --jobs 2 the other processes read every message but those two, as classify reads.
+    assert asked == [(2, False), (2, False)] and len(read_there) == 2 * 81
     assert {line.split()[0] for line in verdicts} == {"ham", "spam"}
     assert [Path(line.split(": ")[1]).name for line in _errors(alone[2])] == ["010.eml", "030.eml"]
 

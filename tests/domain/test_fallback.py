@@ -158,7 +158,8 @@ def blend_inputs(draw: st.DrawFn) -> tuple[list[nb.Evidence], dict[str, object]]
     shared = st.sampled_from(draw(st.lists(counts, min_size=1, max_size=3)))
 
     def evidence() -> list[nb.Evidence]:
-        chosen = draw(st.lists(st.sampled_from(tokens), unique=True)) if tokens else []
+        # A token may come twice (its last counts are the ones blended).
+        chosen = draw(st.lists(st.sampled_from(tokens), max_size=30)) if tokens else []
         return [nb.Evidence(token, in_message[token], draw(shared | counts)) for token in chosen]
 
     own = evidence()
