@@ -27,7 +27,7 @@ def processes_for(jobs: int | None, messages: int) -> int:
     return reading_processes(messages)
 
 
-def ahead(settings: Settings, processes: int, *, legacy: bool = True) -> Loader:
+def ahead(settings: Settings, processes: int, *, legacy: bool) -> Loader:
     """A loader (see ``bulk.run_task``) whose messages come read by ``processes`` other
     processes, with the legacy digest as learn reads them (``legacy``), else as classify
     does; none: ``bulk.load``."""

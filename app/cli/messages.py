@@ -143,7 +143,8 @@ def learn(
     names = ("learned", "relabelled", "unchanged", "skipped")
     task = Task(f"learn {label.lower()}", names, wanted(quiet), meanings=_learn_meanings(state))
     work = Batches(prepare, run, service.learn_batch)
-    run_task(task, found, work, loader=ahead(state.settings, processes_for(jobs, len(found))))
+    loader = ahead(state.settings, processes_for(jobs, len(found)), legacy=True)
+    run_task(task, found, work, loader=loader)
 
 
 def _learn_meanings(state: CliState) -> tuple[tuple[str, str], ...]:
@@ -218,7 +219,8 @@ def classify(
 
     show = wanted(quiet, stdout_busy=True)
     task = Task("classify", ("classified",), show, to_stderr=True, only_failures=True)
-    # why: reading is ~40 % of a classify from a new process (docs/benchmarks.md, "Speed")
+    # why: reading is ~40 % of a classify from a new process (docs/benchmarks.md,
+    # "Measurements behind the design")
     loader = ahead(settings, processes_for(jobs, len(found)), legacy=False)
     run_task(task, found, work, on_error, loader=loader)
 
