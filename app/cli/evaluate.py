@@ -365,7 +365,7 @@ def _run_per_user(plan: Plan, opts: _Options) -> None:
                 )
             except ValueError as error:
                 raise fail(f"corpus: {error}", EXIT_USAGE) from error
-    doc = per_user.document(arms, corpus)
+    doc = per_user.document(arms, corpus, plan.corpus)
     click.echo(dumps(doc) if opts.as_json else per_user.table(arms, corpus))
     if opts.out is not None:
         opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")
@@ -385,6 +385,7 @@ def _compare(opts: _Options) -> None:
             for run in load_runs(path):
                 seed = run.get("seed")
                 title = f"{name} {path.name}" + ("" if seed is None else f", seed {seed}")
+                title += f", arm {run['arm']}" if "arm" in run else ""
                 _echo_decisive(run, title, opts.decisive)
     if opts.out is not None:
         opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")

@@ -1,11 +1,13 @@
 """Compare two result files of ``eval --out`` message by message: is B better than A?
 
-Runs are paired by seed (a seed present in one file only is listed and left out), and within
-a seed messages are paired by their path relative to the corpus, so the pairing is exact
-whatever order the rows are in. Both runs must have classified exactly the same messages with
-the same gold labels. For each common seed, ``app.evaluation.paired_bootstrap`` gives 1-ROCA% (from
-the log-odds), hm% and sm% (from each run's own verdicts, i.e. its default thresholds) of A
-and B, B - A and its paired bootstrap interval; over several seeds also the mean B - A.
+Runs are paired by seed (a seed present in one file only is listed and left out), or, for two
+files of ``eval --per-user``, by arm (global, separate, fallback: a model change that only
+users meet shows in the fallback arm); within a run messages are paired by their path
+relative to the corpus, so the pairing is exact whatever order the rows are in. Both runs
+must have classified exactly the same messages with the same gold labels. For each common
+seed (or arm), ``app.evaluation.paired_bootstrap`` gives 1-ROCA% (from the log-odds), hm% and
+sm% (from each run's own verdicts, i.e. its default thresholds) of A and B, B - A and its
+paired bootstrap interval; over several seeds also the mean B - A.
 """
 
 from __future__ import annotations
@@ -26,10 +28,8 @@ from app.evaluation.seeds import describe_seeds
 HEADERS = {"roca_1_pct": "1-ROCA%", "hm_pct": "hm%", "sm_pct": "sm%"}
 SHARED = ("corpus", "protocol", "folds", "order", "limit", "skip", "threshold")
 EXAMPLES = 3  # paths named in a mismatch error
-HEAD = (
-    f"{'seed':<5}{'metric':<9}{'n':>6}{'A':>9}{'B':>9}{'B - A':>9}  "
-    f"{'95% interval':<20} does the interval exclude 0?"
-)
+# What pairs two files' runs: a seed, or an arm of ``eval --per-user`` (its name).
+Key = int | str | None
 
 
 class CompareError(ResultFileError):
@@ -40,7 +40,7 @@ class CompareError(ResultFileError):
 class SeedComparison:
     """The paired comparison of one seed's runs."""
 
-    seed: int | None
+    seed: Key
     n: int
     intervals: dict[str, Interval]
 
@@ -53,13 +53,15 @@ class Comparison:
     titles: tuple[str, str]
     differences: list[str]
     seeds: list[SeedComparison]
-    only: tuple[list[int | None], list[int | None]]
+    only: tuple[list[Key], list[Key]]
     resamples: int
     bootstrap_seed: int
+    unit: str = "seed"  # or "arm": what ``seeds`` are
 
     def mean_diff(self) -> dict[str, float] | None:
-        """Mean B - A of every metric over the seeds (None for a single seed)."""
-        if len(self.seeds) < 2:
+        """Mean B - A of every metric over the seeds (None for a single seed, and for arms,
+        which are different models and not repeats of one)."""
+        if len(self.seeds) < 2 or self.unit != "seed":
             return None
         return {
             name: statistics.fmean(s.intervals[name].diff for s in self.seeds) for name in METRICS
@@ -71,15 +73,22 @@ def compare_files(
 ) -> Comparison:
     """Compare every seed present in both files (raises CompareError, ResultFileError)."""
     runs_a, runs_b = _by_seed(path_a), _by_seed(path_b)
+    unit, unit_b = _unit(runs_a), _unit(runs_b)
+    if unit != unit_b:
+        per_user, other = (path_a, path_b) if unit == "arm" else (path_b, path_a)
+        raise CompareError(
+            f"{per_user} holds the arms of 'eval --per-user' and {other} does not; "
+            "compare two per-user runs, or two runs of one model"
+        )
     common = [seed for seed in runs_a if seed in runs_b]
     if not common:
         raise CompareError(
-            f"no seed in common: {path_a} has {_seed_list(runs_a)}, {path_b} has "
+            f"no {unit} in common: {path_a} has {_seed_list(runs_a)}, {path_b} has "
             f"{_seed_list(runs_b)}"
         )
     compared = []
     for seed in common:
-        where = f"seed {seed}" if seed is not None else "the run"
+        where = f"{unit} {seed}" if seed is not None else "the run"
         is_spam, side_a, side_b = pair_messages(
             scored_messages(runs_a[seed], f"{path_a} {where}"),
             scored_messages(runs_b[seed], f"{path_b} {where}"),
@@ -97,6 +106,7 @@ def compare_files(
         only=([s for s in runs_a if s not in runs_b], [s for s in runs_b if s not in runs_a]),
         resamples=resamples,
         bootstrap_seed=bootstrap_seed,
+        unit=unit,
     )
 
 
@@ -133,6 +143,7 @@ def setting_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     def flat(doc: dict[str, Any]) -> dict[str, Any]:
         values = {key: doc.get(key) for key in SHARED}
         values.update(_flatten(doc.get("settings") or {}, ""))
+        values.update(_flatten(doc.get("users_settings") or {}, "users."))
         return values
 
     fa, fb = flat(a), flat(b)
@@ -153,23 +164,30 @@ def _flatten(value: dict[str, Any], prefix: str) -> dict[str, Any]:
     return out
 
 
-def _by_seed(path: Path) -> dict[int | None, dict[str, Any]]:
-    runs: dict[int | None, dict[str, Any]] = {}
+def _by_seed(path: Path) -> dict[Key, dict[str, Any]]:
+    """A file's runs by seed, or by arm for a per-user file."""
+    runs: dict[Key, dict[str, Any]] = {}
     for run in load_runs(path):
-        seed = run.get("seed")
+        seed = run["arm"] if "arm" in run else run.get("seed")
         if seed in runs:
-            raise ResultFileError(f"{path}: seed {seed} appears twice")
+            raise ResultFileError(f"{path}: {_unit(runs)} {seed} appears twice")
         runs[seed] = run
     return runs
 
 
-def _seed_list(runs: dict[int | None, Any]) -> str:
-    return "seeds " + ", ".join(str(seed) for seed in runs)
+def _unit(runs: dict[Key, dict[str, Any]]) -> str:
+    return "arm" if any("arm" in run for run in runs.values()) else "seed"
 
 
-def _title(runs: dict[int | None, dict[str, Any]]) -> str:
+def _seed_list(runs: dict[Key, Any]) -> str:
+    return f"{_unit(runs)}s " + ", ".join(str(seed) for seed in runs)
+
+
+def _title(runs: dict[Key, dict[str, Any]]) -> str:
     first = next(iter(runs.values()))
-    seeds = [seed for seed in runs if seed is not None]
+    if _unit(runs) == "arm":
+        return f"per-user models on {first.get('corpus')}, {first.get('protocol')}"
+    seeds = [seed for seed in runs if isinstance(seed, int)]
     return report.title(first, seeds=describe_seeds(seeds) if len(seeds) > 1 else None)
 
 
@@ -194,9 +212,10 @@ def document(comparison: Comparison) -> dict[str, Any]:
             "method": "paired: the same messages drawn with replacement for A and B; "
             "percentile interval of B - A; lower is better for every metric",
         },
+        "unit": c.unit,
         "seeds": [
             {
-                "seed": s.seed,
+                c.unit: s.seed,
                 "n": s.n,
                 "metrics": {
                     name: {**_interval_fields(interval), "verdict": interval.verdict}
@@ -233,16 +252,28 @@ def text(comparison: Comparison) -> str:
         "differs    " + ("; ".join(c.differences) or "no setting or setup value"),
         f"bootstrap  {c.resamples} paired resamples of the messages (bootstrap seed "
         f"{c.bootstrap_seed}); percentile interval of B - A; lower is better",
-        "",
-        HEAD,
-        "-" * len(HEAD),
     ]
+    width = _lead_width(c)
+    head = _head(c.unit, width)
+    lines += ["", head, "-" * len(head)]
     for s in c.seeds:
         for k, (name, interval) in enumerate(s.intervals.items()):
             lead = str(s.seed if s.seed is not None else "-") if k == 0 else ""
-            lines.append(f"{lead:<5}{HEADERS[name]:<9}{s.n:>6}{_line(interval)}")
-    lines += _tail(c)
+            lines.append(f"{lead:<{width}}{HEADERS[name]:<9}{s.n:>6}{_line(interval)}")
+    lines += _tail(c, width)
     return "\n".join(lines)
+
+
+def _lead_width(c: Comparison) -> int:
+    """The first column's width: 5, or an arm's name and a space."""
+    return max(5, *(len(str(s.seed)) + 1 for s in c.seeds))
+
+
+def _head(unit: str, width: int) -> str:
+    return (
+        f"{unit:<{width}}{'metric':<9}{'n':>6}{'A':>9}{'B':>9}{'B - A':>9}  "
+        f"{'95% interval':<20} does the interval exclude 0?"
+    )
 
 
 def _line(interval: Interval) -> str:
@@ -251,11 +282,11 @@ def _line(interval: Interval) -> str:
     return f"{values}  {span:<20} {interval.verdict}"
 
 
-def _tail(c: Comparison) -> list[str]:
+def _tail(c: Comparison, width: int) -> list[str]:
     lines = []
     mean = c.mean_diff()
     if mean is not None:
-        lines.append("-" * len(HEAD))
+        lines.append("-" * len(_head(c.unit, width)))
         for name in METRICS:
             verdicts = [s.intervals[name].verdict for s in c.seeds]
             tally = ", ".join(
@@ -267,11 +298,11 @@ def _tail(c: Comparison) -> list[str]:
                 )
                 if verdict in verdicts
             )
-            lead = f"{'mean':<5}{HEADERS[name]:<9}{'':>24}"
+            lead = f"{'mean':<{width}}{HEADERS[name]:<9}{'':>24}"
             lines.append(f"{lead}{_signed(mean[name]):>9}  over {len(c.seeds)} seeds: {tally}")
     for label, seeds in zip("AB", c.only, strict=True):
         if seeds:
-            lines.append(f"left out: seeds only in {label}: {', '.join(map(str, seeds))}")
+            lines.append(f"left out: {c.unit}s only in {label}: {', '.join(map(str, seeds))}")
     return lines
 
 

@@ -160,8 +160,10 @@ def _classes(arm: Arm) -> dict[str, Any]:
     return {"classes": class_block(rows)} if has_classes(rows) else {}
 
 
-def document(arms: Sequence[Arm], corpus: str) -> dict[str, Any]:
-    """The arms as JSON: metrics over every message and per user, with the user settings."""
+def document(arms: Sequence[Arm], corpus: str, corpus_root: Path) -> dict[str, Any]:
+    """The arms as JSON: metrics over every message and per user, with the user settings,
+    and each arm's messages (``report.message_rows``, paths relative to ``corpus_root``), so
+    that ``eval --compare`` can pair two runs' arms message by message."""
     doc: dict[str, Any] = report.finite(
         {
             "corpus": corpus,
@@ -177,6 +179,9 @@ def document(arms: Sequence[Arm], corpus: str) -> dict[str, Any]:
                         for user, summary in arm.per_user.items()
                     },
                     **_classes(arm),
+                    "messages": report.message_rows(
+                        arm.result, corpus_root, has_classes(arm.result.rows)
+                    ),
                 }
                 for arm in arms
             },

@@ -1,7 +1,9 @@
 """The result files ``eval --out`` writes and ``eval --compare`` reads.
 
-A file holds one run (the document of ``app.evaluation.report``) or several seeds of one
-setup (``app.evaluation.seeds``: ``aggregate`` plus the per-seed documents under ``runs``).
+A file holds one run (the document of ``app.evaluation.report``), several seeds of one
+setup (``app.evaluation.seeds``: ``aggregate`` plus the per-seed documents under ``runs``),
+or the arms of ``eval --per-user`` (``app.evaluation.per_user``: one run per arm under
+``arms``, each read as a run named by its ``arm``).
 Every run document carries ``messages``: ``columns`` (position, label, log_odds, verdict,
 path relative to the corpus) and one ``rows`` entry per classified message.
 
@@ -52,12 +54,24 @@ def load_runs(path: Path) -> list[dict[str, Any]]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ResultFileError(f"{path}: not a readable JSON result file ({error})") from error
-    if not isinstance(doc, dict) or ("runs" not in doc and "metrics" not in doc):
+    if not isinstance(doc, dict) or not doc.keys() & {"runs", "metrics", "arms"}:
         raise ResultFileError(f"{path}: not a result file written by 'spamfilter eval --out'")
+    if "arms" in doc:
+        return _arm_runs(path, doc)
     runs = doc.get("runs", [doc])
     if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
         raise ResultFileError(f"{path}: 'runs' is not a list of run results")
     return runs
+
+
+def _arm_runs(path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A per-user file's arms as runs: each arm's block with its name (``arm``) and the
+    file's corpus and protocol."""
+    arms = doc["arms"]
+    if not isinstance(arms, dict) or not all(isinstance(arm, dict) for arm in arms.values()):
+        raise ResultFileError(f"{path}: 'arms' is not a map of per-user arm results")
+    shared = {"corpus": doc.get("corpus"), "protocol": doc.get("protocol")}
+    return [{**shared, **arm, "arm": name} for name, arm in arms.items()]
 
 
 def scored_messages(run: dict[str, Any], where: str) -> dict[str, Scored]:

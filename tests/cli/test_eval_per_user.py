@@ -118,3 +118,51 @@ def test_per_user_prints_each_arms_classes(run_sqlite: Run, tmp_path: Path) -> N
         ).stdout
     )
     assert all("classes" not in arm for arm in plain["arms"].values())
+
+
+def test_two_per_user_runs_compare_arm_by_arm(
+    run_sqlite: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = two_users(tmp_path / "corpus", sizes=(24, 16))
+    a, b, plain = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "plain.json"
+    for out in (a, b):
+        if out == b:  # B: a change that only the users' fallback meets
+            monkeypatch.setenv("SPAMFILTER_USERS__FALLBACK_STRENGTH", "50")
+        done = run_sqlite("eval", "--corpus", str(root), "--per-user", "-q", "--out", str(out))
+        assert done.exit_code == 0, done.output
+    runs = json.loads(a.read_text())["arms"]
+    for arm in runs.values():
+        assert len(arm["messages"]["rows"]) == 40
+
+    result = run_sqlite("eval", "--compare", str(a), str(b), "--bootstrap", "200", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["unit"] == "arm" and doc["mean_diff"] is None
+    assert doc["differences"] == ["users.fallback_strength: 1000.0 -> 50.0"]
+    compared = {entry["arm"]: entry for entry in doc["seeds"]}
+    assert list(compared) == list(ARMS)
+    for name, entry in compared.items():
+        assert entry["n"] == 40
+        for metric in ("roca_1_pct", "hm_pct", "sm_pct"):
+            # each arm is paired with its own arm: A's figures are that arm's own
+            assert entry["metrics"][metric]["a"] == pytest.approx(runs[name]["metrics"][metric])
+    for name in ("global", "separate"):  # the fallback strength cannot move these
+        for metric in compared[name]["metrics"].values():
+            assert (metric["diff"], metric["low"], metric["high"]) == (0, 0, 0)
+
+    table = run_sqlite("eval", "--compare", str(a), str(b), "--bootstrap", "200")
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    assert any(line.startswith("arm      metric") for line in lines)
+    assert sum(line.startswith(("global ", "separate ", "fallback ")) for line in lines) == 3
+    assert not any(line.startswith("mean") for line in lines)
+    decisive = run_sqlite("eval", "--compare", str(a), str(b), "--decisive", "2")
+    assert decisive.exit_code == 0, decisive.output
+    assert "A a.json, arm fallback" in decisive.output
+
+    monkeypatch.delenv("SPAMFILTER_USERS__FALLBACK_STRENGTH")
+    done = run_sqlite("eval", "--corpus", str(root), "-q", "--out", str(plain))
+    assert done.exit_code == 0, done.output
+    mixed = run_sqlite("eval", "--compare", str(a), str(plain))
+    assert mixed.exit_code != 0
+    assert "holds the arms of 'eval --per-user'" in mixed.output
