@@ -11,10 +11,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from app.bootstrap import build_service
 from app.errors import ConfigurationError
+from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.migrate import alembic_config, downgrade, head_revision, upgrade
-from app.storage.store import Store
+from app.storage.store import Store, current_revision, is_current
 from app.storage.tables import SCHEMA_REVISION, metadata
 
 VERSION_TABLE = "alembic_version"
@@ -47,16 +49,20 @@ def test_upgrade_downgrade_upgrade_round_trip(engine: sa.Engine) -> None:
     store = Store(engine)
     assert store.schema_revision() is None
     assert not store.is_migrated()
+    # What start-up reads, without Alembic, to tell whether to migrate: the same answers.
+    assert (current_revision(engine), is_current(engine)) == (None, False)
 
     upgrade(engine)
     assert table_names(engine) == set(metadata.tables) | {VERSION_TABLE}
     assert store.schema_revision() == head_revision()
     assert store.is_migrated()
+    assert (current_revision(engine), is_current(engine)) == (head_revision(), True)
 
     downgrade(engine, "base")
     assert table_names(engine) <= {VERSION_TABLE}
     assert store.schema_revision() is None
     assert not store.is_migrated()
+    assert (current_revision(engine), is_current(engine)) == (None, False)
 
     upgrade(engine)
     assert table_names(engine) == set(metadata.tables) | {VERSION_TABLE}
@@ -164,6 +170,11 @@ def test_a_database_migrated_by_a_newer_release_is_refused_by_name(engine: sa.En
         upgrade(engine)
     assert Store(engine).schema_revision() == "9999"
     assert not Store(engine).is_migrated()
+    assert (current_revision(engine), is_current(engine)) == ("9999", False)
+    # A service's start-up meets the same refusal: not current, so it goes to the upgrade.
+    url = engine.url.render_as_string(hide_password=False)
+    with pytest.raises(ConfigurationError, match="schema revision 9999, which this release"):
+        build_service(Settings(_env_file=None, database_url=url), migrate=True)
 
 
 def test_the_schema_revision_constant_is_alembics_head_and_revisions_sort_in_order(

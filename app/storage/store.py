@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from app.domain.labels import LABELS
@@ -264,6 +264,23 @@ class Store:
                 raise StorageUnavailable(
                     "the database file was replaced or deleted during this write; retry"
                 )
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision ``engine``'s database is at, in one query and without Alembic:
+    None when it was never migrated (no ``alembic_version`` table), and when it cannot be
+    read now (the upgrade that follows then meets the failure, and reports it)."""
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    except DBAPIError:
+        return None
+    return None if row is None else str(row[0])
+
+
+def is_current(engine: Engine) -> bool:
+    """True when ``engine``'s database is at the newest revision the code ships."""
+    return current_revision(engine) == SCHEMA_REVISION
 
 
 def refuse_newer(revision: str | None) -> None:

@@ -144,6 +144,42 @@ def test_a_judgement_start_to_verdict_imports_no_web_migration_or_bench_code(
         assert _offenders(modules, ("click", "app.cli")) == []
 
 
+@pytest.mark.parametrize(
+    "args", [["classify", "-"], ["learn", "-q", "-l", "spam", "-"]], ids=["classify", "learn"]
+)
+def test_a_message_command_on_a_current_database_imports_no_migrations(
+    trained_database: dict[str, str], tmp_path: Path, args: list[str]
+) -> None:
+    # Dovecot's learn-on-move runs one `spamfilter learn` per message moved: no migrations
+    # on a database already current.
+    done, modules = _probe(args, tmp_path, SPAM, trained_database, PROBE)
+    assert done.returncode == 0, done.stderr
+    answer = done.stdout.split()[0].decode()  # the verdict, or what the learn did
+    assert answer in (("spam", "ham", "unsure") if args[0] == "classify" else ("learned",))
+    assert _offenders(modules, ("alembic", "mako")) == []
+
+
+def test_a_database_behind_the_code_is_still_migrated_first(tmp_path: Path) -> None:
+    import os
+
+    from app.storage.engine import make_engine
+    from app.storage.migrate import upgrade
+    from app.storage.store import current_revision
+    from app.storage.tables import SCHEMA_REVISION
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    engine = make_engine(url)
+    previous = f"{int(SCHEMA_REVISION) - 1:04d}"
+    upgrade(engine, previous)  # as an older release left it
+    assert current_revision(engine) == previous
+    env = {**os.environ, "SPAMFILTER_DATABASE_URL": url}
+    done, modules = _probe(["classify", "-"], tmp_path, SPAM, env, PROBE)
+    assert done.stdout.split()[0] in (b"spam", b"ham", b"unsure"), done.stderr
+    assert "alembic" in modules
+    assert current_revision(engine) == SCHEMA_REVISION
+    engine.dispose()
+
+
 def test_bench_exists_only_where_the_source_tree_has_the_benchmarks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
