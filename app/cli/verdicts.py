@@ -11,9 +11,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from app.service import Classification
 from app.settings.schema import Settings
 
@@ -68,6 +65,10 @@ def classification_json(name: str, result: Classification, settings: Settings) -
 
 def show_classification(name: str, result: Classification, settings: Settings) -> None:
     """The detailed view of one classification on stdout (rich on a terminal)."""
+    # rich only here: a learn-on-move or `classify -q` process runs once per message.
+    from rich.console import Console
+    from rich.table import Table
+
     mail = result.mail_report
     console = Console(
         force_terminal=None, no_color=None, highlight=False, soft_wrap=False, width=_width()

@@ -6,9 +6,10 @@ import io
 from types import SimpleNamespace
 
 from rich.progress import Progress
+from rich.text import Text
 
 from app.cli.data import _Counted, _read
-from app.cli.progress import Bar, _RateColumn
+from app.cli.progress import Bar, _rate_column
 from app.service.transfer_format import MAX_LINE
 
 
@@ -43,8 +44,9 @@ def test_import_never_reads_more_of_a_line_than_the_format_allows() -> None:
 
 
 def test_the_rate_is_shown_in_the_bars_unit() -> None:
-    assert _RateColumn("B").render(SimpleNamespace(speed=12345.4)).plain == "12,345 B/s"  # type: ignore[arg-type]
-    assert _RateColumn("rows").render(SimpleNamespace(speed=None)).plain == ""  # type: ignore[arg-type]
+    for unit, speed, shown in (("B", 12345.4, "12,345 B/s"), ("rows", None, "")):
+        rendered = _rate_column(unit).render(SimpleNamespace(speed=speed))  # type: ignore[arg-type]
+        assert isinstance(rendered, Text) and rendered.plain == shown
 
 
 def test_a_bar_without_an_end_counts_up() -> None:
