@@ -34,11 +34,15 @@ def program(name: str) -> list[str]:
     return [sys.executable, "-c", "from app.cli import main; main()"]
 
 
-def environment(url: str) -> dict[str, str]:
+def environment(url: str, config: Path | None = None) -> dict[str, str]:
     """This process's environment with ``url`` as the database and no filter URL (the pipe
-    filter must take its direct path, not ask a server)."""
+    filter must take its direct path, not ask a server); with ``config``, the settings file
+    this process read (``spamfilter --config``), so that a spawned command judges with the
+    settings the in-process figures had."""
     env = {k: v for k, v in os.environ.items() if k != "SPAMFILTER_FILTER_URL"}
     env["SPAMFILTER_DATABASE_URL"] = url
+    if config is not None:
+        env["SPAMFILTER_CONFIG"] = str(config.resolve())
     return env
 
 
@@ -50,9 +54,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(folder: Path, url: str, workers: int) -> Iterator[int]:
-    """``spamfilter serve`` on 127.0.0.1 and a free port with ``workers``; yields the port
-    once /readyz answers 200, and stops the server (its whole process group) afterwards."""
+def serve(folder: Path, url: str, workers: int, config: Path | None = None) -> Iterator[int]:
+    """``spamfilter serve`` on 127.0.0.1 and a free port with ``workers`` (and the settings
+    file ``config``); yields the port once /readyz answers 200, and stops the server (its
+    whole process group) afterwards."""
     port = free_port()
     argv = [*program("spamfilter"), "serve", "--host", HOST, "--port", str(port)]
     argv += ["--log-level", "info"]  # wait_ready counts the workers' start-up lines
@@ -60,7 +65,7 @@ def serve(folder: Path, url: str, workers: int) -> Iterator[int]:
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [*argv, "--workers", str(workers)],
-            env=environment(url),
+            env=environment(url, config),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

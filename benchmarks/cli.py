@@ -367,6 +367,7 @@ def _speed_plan(state: CliState, options: dict[str, Any]) -> Plan:
     return Plan(
         corpus=corpus,
         settings=state.settings,
+        config=state.config_file,
         seed=options["seed"],
         limit=options["limit"],
         postgres_url=url,

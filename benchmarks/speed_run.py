@@ -61,6 +61,8 @@ class Plan:
     corpus: Path
     settings: Settings
     seed: int = 1
+    # The settings file ``settings`` were read from: the commands spawned read it too.
+    config: Path | None = None
     limit: int | None = None
     postgres_url: str | None = None
     skip: frozenset[str] = frozenset()
@@ -301,7 +303,7 @@ def _processes(work: _Work) -> list[dict[str, Any]]:
     raw = typical(work.split.test).path.read_bytes()
     found = []
     with _database(work, "sqlite", trained=True) as url:
-        env = environment(url)
+        env = environment(url, work.plan.config)
         for command, argv, ok in (
             ("spamfilter --version", [*program("spamfilter"), "--version"], (0,)),
             ("spamfilter filter", [*program("spamfilter"), "filter"], (0, 1, 2)),
@@ -310,7 +312,7 @@ def _processes(work: _Work) -> list[dict[str, Any]]:
         ):
             work.progress(f"process: {command}, {work.plan.runs} runs")
             found.append(_spawns(work, command, argv, env, raw, ok))
-        with serve(work.folder, url, 1) as port:
+        with serve(work.folder, url, 1, work.plan.config) as port:
             command = "spamfilter-filter via serve"
             work.progress(f"process: {command}, {work.plan.runs} runs")
             daemon = {**env, "SPAMFILTER_FILTER_URL": f"http://{HOST}:{port}"}
@@ -324,7 +326,7 @@ def _files(work: _Work) -> dict[str, Any]:
     bogofilter's bulk classify of the same files."""
     command = [*program("spamfilter"), "classify", "-q"]
     with _database(work, "sqlite", trained=True) as url:
-        env = environment(url)
+        env = environment(url, work.plan.config)
 
         def run(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
             done = subprocess.run(list(argv), input=stdin, env=env, capture_output=True)
@@ -364,7 +366,7 @@ def _http(work: _Work) -> list[dict[str, Any]]:
         for workers in work.plan.workers:
             with (
                 _database(work, backend, trained=True) as url,
-                serve(work.folder, url, workers) as port,
+                serve(work.folder, url, workers, work.plan.config) as port,
             ):
                 for endpoint, requests, warmup in (
                     ("classify", classify, work.plan.warmup),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -139,3 +140,35 @@ def test_the_bench_group_lists_hostile(bench: CliRunner) -> None:
     result = invoke(bench, "bench", "--help")
     assert result.exit_code == 0
     assert "hostile" in result.output
+
+
+def test_speed_passes_its_settings_file_to_the_commands_it_spawns(
+    bench: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``spamfilter --config X bench speed``: the new processes and servers it times read X
+    too, not whatever file they would find on their own."""
+    import subprocess
+
+    from benchmarks import speed_run
+    from benchmarks.bench_servers import environment, program
+
+    config = tmp_path / "bench.toml"
+    config.write_text("[model]\ntop_tokens = 17\n", encoding="utf-8")
+    (tmp_path / "ham").mkdir()
+    (tmp_path / "spam").mkdir()
+    plans: list[speed_run.Plan] = []
+
+    def run(plan: speed_run.Plan, _progress: object) -> dict[str, object]:
+        plans.append(plan)
+        raise SystemExit(0)  # the plan is what is checked here
+
+    monkeypatch.setattr(speed_run, "run", run)
+    invoke(bench, "--config", str(config), "bench", "speed", "--corpus", str(tmp_path))
+    (plan,) = plans
+    assert plan.config == config and plan.settings.model.top_tokens == 17
+    shown = subprocess.run(
+        [*program("spamfilter"), "config", "show"],
+        env=environment(f"sqlite:///{tmp_path / 'x.db'}", plan.config),
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "model.top_tokens = 17" in shown.stdout
