@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from app.bootstrap import build_service
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, StorageUnavailable
 from app.settings.schema import Settings
 from app.storage.engine import make_engine
 from app.storage.migrate import alembic_config, downgrade, head_revision, upgrade
@@ -187,3 +189,39 @@ def test_the_schema_revision_constant_is_alembics_head_and_revisions_sort_in_ord
     assert revisions == [f"{n:04d}" for n in range(1, len(revisions) + 1)]
     upgrade(engine)
     Store(engine).refuse_newer_schema()  # at the head: nothing to refuse
+
+
+def test_start_up_reads_the_revision_beside_a_writer_without_waiting(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    """The revision is read in a read transaction: on SQLite it does not queue behind a
+    writer that holds the database (with a 0.2 s busy timeout, a write would give up)."""
+    upgrade(engine)
+    if engine.dialect.name != "sqlite":
+        assert current_revision(engine) == SCHEMA_REVISION
+        return
+    impatient = make_engine(engine.url.render_as_string(hide_password=False), busy_timeout_ms=200)
+    writer = sqlite3.connect(engine.url.database or "", isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE alembic_version SET version_num = version_num")
+        assert current_revision(impatient) == SCHEMA_REVISION
+        assert is_current(impatient)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        impatient.dispose()
+
+
+def test_a_file_that_is_no_database_fails_start_up_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not an SQLite database, just text" * 100)
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    try:
+        with pytest.raises(StorageUnavailable, match="not a database"):
+            current_revision(engine)
+    finally:
+        engine.dispose()
+    with pytest.raises(StorageUnavailable, match="not a database"):
+        build_service(Settings(_env_file=None, database_url=url), migrate=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from app.domain.labels import LABELS
@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+VERSION_TABLE = "alembic_version"  # Alembic's: the revision the database is at
 
 # Token entries a process holds by default (see ``count_cache.py``): about 200 bytes each.
 CACHE_TOKENS = 200_000
@@ -267,14 +269,18 @@ class Store:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The Alembic revision ``engine``'s database is at, in one query and without Alembic:
-    None when it was never migrated (no ``alembic_version`` table), and when it cannot be
-    read now (the upgrade that follows then meets the failure, and reports it)."""
+    """The Alembic revision ``engine``'s database is at, read without Alembic (None when it
+    was never migrated). A read transaction: on SQLite it takes no write lock, so it does
+    not wait behind a writer. A database that cannot be read raises what any read would
+    (``failures.translate``: StorageUnavailable, ...)."""
     try:
         with engine.connect() as conn:
-            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-    except DBAPIError:
-        return None
+            conn.execution_options(spamfilter_write=False)
+            if not inspect(conn).has_table(VERSION_TABLE):
+                return None
+            row = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).first()
+    except DBAPIError as error:
+        raise translate(error) from error
     return None if row is None else str(row[0])
 
 
