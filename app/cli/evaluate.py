@@ -365,7 +365,7 @@ def _run_per_user(plan: Plan, opts: _Options) -> None:
                 )
             except ValueError as error:
                 raise fail(f"corpus: {error}", EXIT_USAGE) from error
-    doc = per_user.document(arms, corpus, plan.corpus)
+    doc = per_user.document(arms, corpus, plan.corpus, seed=seed, limit=plan.limit)
     click.echo(dumps(doc) if opts.as_json else per_user.table(arms, corpus))
     if opts.out is not None:
         opts.out.write_text(dumps(doc) + "\n", encoding="utf-8")

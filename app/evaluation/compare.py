@@ -213,7 +213,7 @@ def document(comparison: Comparison) -> dict[str, Any]:
             "percentile interval of B - A; lower is better for every metric",
         },
         "unit": c.unit,
-        "seeds": [
+        f"{c.unit}s": [
             {
                 c.unit: s.seed,
                 "n": s.n,

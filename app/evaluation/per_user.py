@@ -160,16 +160,22 @@ def _classes(arm: Arm) -> dict[str, Any]:
     return {"classes": class_block(rows)} if has_classes(rows) else {}
 
 
-def document(arms: Sequence[Arm], corpus: str, corpus_root: Path) -> dict[str, Any]:
-    """The arms as JSON: metrics over every message and per user, with the user settings,
-    and each arm's messages (``report.message_rows``, paths relative to ``corpus_root``), so
-    that ``eval --compare`` can pair two runs' arms message by message."""
+def document(
+    arms: Sequence[Arm], corpus: str, corpus_root: Path, *, seed: int, limit: int | None = None
+) -> dict[str, Any]:
+    """The arms as JSON: metrics over every message and per user, with the settings that
+    shaped them (``report.settings_used``, and the user settings), and each arm's messages
+    (``report.message_rows``, paths relative to ``corpus_root``), so that ``eval --compare``
+    can pair two runs' arms message by message and name what differs between them."""
     doc: dict[str, Any] = report.finite(
         {
             "corpus": corpus,
             "protocol": "online, users interleaved",
+            "seed": seed,
+            "limit": limit,
             "arms": {
                 arm.name: {
+                    "settings": report.settings_used(arm.settings),
                     "users_settings": arm.settings.users.model_dump(),
                     "metrics": report.metrics_block(arm.summary),
                     "timing": report.timing(arm.result),

@@ -70,7 +70,7 @@ def _arm_runs(path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
     arms = doc["arms"]
     if not isinstance(arms, dict) or not all(isinstance(arm, dict) for arm in arms.values()):
         raise ResultFileError(f"{path}: 'arms' is not a map of per-user arm results")
-    shared = {"corpus": doc.get("corpus"), "protocol": doc.get("protocol")}
+    shared = {key: doc.get(key) for key in ("corpus", "protocol", "seed", "limit")}
     return [{**shared, **arm, "arm": name} for name, arm in arms.items()]
 
 
@@ -78,8 +78,9 @@ def scored_messages(run: dict[str, Any], where: str) -> dict[str, Scored]:
     """The messages of one run by path; ``where`` names the run in error messages."""
     block = run.get("messages")
     if not isinstance(block, dict) or "rows" not in block:
+        again = "eval --per-user --out" if "arm" in run else "eval --out"
         raise ResultFileError(
-            f"{where}: no per-message rows; write the result again with 'eval --out'"
+            f"{where}: no per-message rows; write the result again with '{again}'"
         )
     columns = block.get("columns", list(MESSAGE_COLUMNS))
     try:

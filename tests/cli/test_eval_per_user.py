@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,45 +125,61 @@ def test_two_per_user_runs_compare_arm_by_arm(
     run_sqlite: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = two_users(tmp_path / "corpus", sizes=(24, 16))
-    a, b, plain = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "plain.json"
-    for out in (a, b):
-        if out == b:  # B: a change that only the users' fallback meets
-            monkeypatch.setenv("SPAMFILTER_USERS__FALLBACK_STRENGTH", "50")
-        done = run_sqlite("eval", "--corpus", str(root), "--per-user", "-q", "--out", str(out))
-        assert done.exit_code == 0, done.output
-    runs = json.loads(a.read_text())["arms"]
-    for arm in runs.values():
+    files = {name: tmp_path / f"{name}.json" for name in ("a", "b", "c", "plain")}
+    changes = {
+        "b": ("SPAMFILTER_USERS__FALLBACK_STRENGTH", "50"),  # only the users' fallback meets it
+        "c": ("SPAMFILTER_DECISION__MIN_MESSAGES", "2"),  # every arm meets it
+    }
+    for name in ("a", "b", "c"):
+        with monkeypatch.context() as env:
+            if name in changes:
+                env.setenv(*changes[name])
+            out = str(files[name])
+            done = run_sqlite("eval", "--corpus", str(root), "--per-user", "-q", "--out", out)
+            assert done.exit_code == 0, done.output
+    arms = {name: json.loads(files[name].read_text())["arms"] for name in ("a", "b", "c")}
+    for arm in arms["a"].values():
         assert len(arm["messages"]["rows"]) == 40
 
-    result = run_sqlite("eval", "--compare", str(a), str(b), "--bootstrap", "200", "--json")
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
-    assert doc["unit"] == "arm" and doc["mean_diff"] is None
-    assert doc["differences"] == ["users.fallback_strength: 1000.0 -> 50.0"]
-    compared = {entry["arm"]: entry for entry in doc["seeds"]}
-    assert list(compared) == list(ARMS)
-    for name, entry in compared.items():
-        assert entry["n"] == 40
-        for metric in ("roca_1_pct", "hm_pct", "sm_pct"):
-            # each arm is paired with its own arm: A's figures are that arm's own
-            assert entry["metrics"][metric]["a"] == pytest.approx(runs[name]["metrics"][metric])
-    for name in ("global", "separate"):  # the fallback strength cannot move these
-        for metric in compared[name]["metrics"].values():
-            assert (metric["diff"], metric["low"], metric["high"]) == (0, 0, 0)
+    def compare(a: str, b: str) -> dict[str, Any]:
+        result = run_sqlite(
+            "eval", "--compare", str(files[a]), str(files[b]), "--bootstrap", "200", "--json"
+        )
+        assert result.exit_code == 0, result.output
+        doc: dict[str, Any] = json.loads(result.stdout)
+        assert doc["unit"] == "arm" and doc["mean_diff"] is None and "seeds" not in doc
+        assert [entry["arm"] for entry in doc["arms"]] == list(ARMS)
+        for entry in doc["arms"]:
+            assert entry["n"] == 40
+            for metric in ("roca_1_pct", "hm_pct", "sm_pct"):
+                # each arm is paired with its own arm in both files
+                for side, name in (("a", a), ("b", b)):
+                    figure = arms[name][entry["arm"]]["metrics"][metric]
+                    assert entry["metrics"][metric][side] == pytest.approx(figure)
+        return doc
 
-    table = run_sqlite("eval", "--compare", str(a), str(b), "--bootstrap", "200")
+    doc = compare("a", "b")
+    assert doc["differences"] == ["users.fallback_strength: 1000.0 -> 50.0"]
+    for entry in doc["arms"][:2]:  # global and separate: the fallback strength cannot move
+        for metric in entry["metrics"].values():
+            assert (metric["diff"], metric["low"], metric["high"]) == (0, 0, 0)
+    doc = compare("a", "c")
+    assert doc["differences"] == ["decision.min_messages: 10 -> 2"]
+    moved = [e["arm"] for e in doc["arms"] if e["metrics"]["sm_pct"]["diff"] != 0]
+    assert moved  # the figures compared are each file's own, and they differ
+
+    table = run_sqlite("eval", "--compare", str(files["a"]), str(files["b"]), "--bootstrap", "200")
     assert table.exit_code == 0, table.output
     lines = table.output.splitlines()
     assert any(line.startswith("arm      metric") for line in lines)
     assert sum(line.startswith(("global ", "separate ", "fallback ")) for line in lines) == 3
     assert not any(line.startswith("mean") for line in lines)
-    decisive = run_sqlite("eval", "--compare", str(a), str(b), "--decisive", "2")
+    decisive = run_sqlite("eval", "--compare", str(files["a"]), str(files["b"]), "--decisive", "2")
     assert decisive.exit_code == 0, decisive.output
-    assert "A a.json, arm fallback" in decisive.output
+    assert "A a.json, seed 1, arm fallback" in decisive.output
 
-    monkeypatch.delenv("SPAMFILTER_USERS__FALLBACK_STRENGTH")
-    done = run_sqlite("eval", "--corpus", str(root), "-q", "--out", str(plain))
+    done = run_sqlite("eval", "--corpus", str(root), "-q", "--out", str(files["plain"]))
     assert done.exit_code == 0, done.output
-    mixed = run_sqlite("eval", "--compare", str(a), str(plain))
+    mixed = run_sqlite("eval", "--compare", str(files["a"]), str(files["plain"]))
     assert mixed.exit_code != 0
     assert "holds the arms of 'eval --per-user'" in mixed.output
