@@ -431,3 +431,45 @@ def test_a_server_is_ready_once_every_worker_has_started(tmp_path: Path) -> None
     finally:
         second.cancel()
         server.shutdown()
+
+
+def test_every_command_the_bench_spawns_gets_its_settings_file(
+    corpus: list[CorpusItem], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new processes (``_processes``, ``_files``) and the servers (``_processes``'s
+    filter via serve, ``_http``) are all given the plan's settings file: a spawn site that
+    left it out would time a command judging with other settings than the bulk rows."""
+    import subprocess
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    config = tmp_path / "bench.toml"
+    config.write_text("[model]\ntop_tokens = 17\n", encoding="utf-8")
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "trained.db").write_bytes(b"")
+    plan = speed_run.Plan(corpus=tmp_path, settings=_settings(), config=config, runs=1)
+    work = speed_run._Work(plan, split_halves(corpus), folder, lambda _line: None, {})
+    spawned: list[str | None] = []
+    served: list[Path | None] = []
+
+    def run(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        spawned.append(kwargs["env"].get("SPAMFILTER_CONFIG"))
+        return subprocess.CompletedProcess(list(argv), 0, b"", b"")
+
+    @contextmanager
+    def serve(_folder: Path, _url: str, _workers: int, config: Path | None = None) -> Iterator[int]:
+        served.append(config)
+        yield 1
+
+    monkeypatch.setattr(speed_run.subprocess, "run", run)
+    monkeypatch.setattr(speed_run, "serve", serve)
+    monkeypatch.setattr(speed_run, "_load", lambda *_args: None)
+    monkeypatch.setattr(speed_report, "load_json", lambda *_args: {})
+    speed_run._processes(work)
+    speed_run._files(work)
+    speed_run._http(work)
+    # Four commands and the filter via serve, a run each (``runs=1``); then the folder row.
+    assert len(spawned) == 5 + 1
+    assert set(spawned) == {str(config.resolve())}
+    assert len(served) == 1 + len(plan.workers) and set(served) == {config}
