@@ -43,7 +43,8 @@ def build_service(
     if migrate:
         require_writable(engine)
         # why: importing Alembic cost every command on a current database ~0.14 s (a
-        # learn-on-move runs one process per message); one query tells whether it is needed.
+        # learn-on-move runs one process per message); reading the revision tells whether
+        # it is needed.
         if not is_current(engine):
             from app.storage.migrate import upgrade
 
