@@ -7,13 +7,12 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.storage.failures import translate
-from app.storage.store import refuse_newer
+from app.storage.store import current_revision, refuse_newer
 
 # The project root: migrations/ and alembic.ini sit beside the app package.
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +30,8 @@ def alembic_config(engine: Engine | None = None) -> Config:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database up to ``revision``; StorageUnavailable when it cannot be reached,
     ConfigurationError when a newer release has migrated it past what this one knows."""
+    refuse_newer(current_revision(engine))  # raises StorageUnavailable itself
     try:
-        with engine.connect() as conn:
-            current = MigrationContext.configure(conn).get_current_revision()
-        refuse_newer(current)
         command.upgrade(alembic_config(engine), revision)
     except DBAPIError as error:
         raise translate(error) from error

@@ -32,7 +32,13 @@ from app.storage.count_writes import CountWrites, added_totals
 from app.storage.expiry import Expiry
 from app.storage.rows import TokenStats, token_stats
 from app.storage.scopes import ScopeIds
-from app.storage.tables import CountLayout, count_layout, learned_message, model_scope
+from app.storage.tables import (
+    VERSION_TABLE,
+    CountLayout,
+    count_layout,
+    learned_message,
+    model_scope,
+)
 from app.storage.transfer import ModelRows
 
 
@@ -135,10 +141,10 @@ class Transaction:
         return ModelRows(self._conn, self._scopes, self._layout)
 
     def schema_revision(self) -> str | None:
-        """The alembic_version row, or None when the table does not exist."""
+        """The revision row (``VERSION_TABLE``), or None when the table does not exist."""
         try:
             with self._conn.begin_nested():
-                row = self._conn.execute(text("SELECT version_num FROM alembic_version")).first()
+                row = self._conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).first()
         except DBAPIError:
             return None
         return None if row is None else str(row[0])
@@ -146,7 +152,7 @@ class Transaction:
     def touch(self) -> None:
         """Write without changing anything (the schema revision, to itself): whether writes
         work at all."""
-        self._conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+        self._conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = version_num"))
 
     def counts(self, scope: str, token_ids: list[int]) -> dict[int, Mapping[str, TokenStats]]:
         """Per-label counts for the given token ids, in token id order (ids never learned,

@@ -23,7 +23,7 @@ from app.storage.failures import is_file_fault, translate, write_failure
 from app.storage.repository import LabelStats, LearnedRecord, ModelTotals, Transaction
 from app.storage.rows import TokenStats
 from app.storage.sqlite_file import database_file
-from app.storage.tables import SCHEMA_REVISION, count_layout
+from app.storage.tables import SCHEMA_REVISION, VERSION_TABLE, count_layout
 
 __all__ = [
     "NOT_MIGRATED",
@@ -36,8 +36,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-VERSION_TABLE = "alembic_version"  # Alembic's: the revision the database is at
 
 # Token entries a process holds by default (see ``count_cache.py``): about 200 bytes each.
 CACHE_TOKENS = 200_000

@@ -56,6 +56,8 @@ metadata = MetaData(naming_convention=NAMING)
 # and the processes that never migrate (the pipe filter) compare the database's revision
 # with it without importing Alembic; tests/test_migrations.py holds it to Alembic's head.
 SCHEMA_REVISION = "0007"
+# Alembic's table of the revision the database is at (read without Alembic at start-up).
+VERSION_TABLE = "alembic_version"
 SCOPE_LENGTH = 200
 LABEL_LENGTH = 32
 
