@@ -12,13 +12,14 @@ its own copy of the trained model, so feedback in one run does not change the ne
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -290,8 +291,10 @@ def _bogofilter(work: _Work) -> dict[str, Any] | None:
     return speed_report.bogofilter_json(result)
 
 
-def _run_program(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
-    done = subprocess.run(list(argv), input=stdin, capture_output=True, check=False)
+def _run_program(
+    argv: Sequence[str], stdin: bytes, env: Mapping[str, str] | None = None
+) -> tuple[int, bytes]:
+    done = subprocess.run(list(argv), input=stdin, env=env, capture_output=True, check=False)
     return done.returncode, done.stdout or done.stderr
 
 
@@ -326,12 +329,7 @@ def _files(work: _Work) -> dict[str, Any]:
     bogofilter's bulk classify of the same files."""
     command = [*program("spamfilter"), "classify", "-q"]
     with _database(work, "sqlite", trained=True) as url:
-        env = environment(url, work.plan.config)
-
-        def run(argv: Sequence[str], stdin: bytes) -> tuple[int, bytes]:
-            done = subprocess.run(list(argv), input=stdin, env=env, capture_output=True)
-            return done.returncode, done.stdout or done.stderr
-
+        run = functools.partial(_run_program, env=environment(url, work.plan.config))
         work.progress(f"process: spamfilter classify -q, {len(work.split.test)} files")
         batch = time_files(work.split.test, run, command)
     return {"command": "spamfilter classify -q FILES", **speed_report.batch_json(batch)}
