@@ -20,10 +20,15 @@ def run_migrations_online() -> None:
 
         engine = make_engine(Settings().database_url)
     with engine.connect() as connection:
+        # One transaction for every step, held by one process at a time: processes that
+        # start at once on a database that needs migrating (serve, spamd and milter at boot)
+        # would otherwise each run the steps and fail on what another created. Begun before
+        # Alembic is configured, Alembic runs inside it (on SQLite it would commit each step
+        # on its own). On SQLite the engine begins a write with BEGIN IMMEDIATE, so the others
+        # wait for its commit; on PostgreSQL the advisory lock does that. Either way the
+        # later ones then find the schema at its revision.
+        connection.begin()
         if connection.dialect.name == "postgresql":
-            # Processes that start at once on a new database (serve, spamd and milter at
-            # boot) would each create the tables: one waits here for the other's commit, then
-            # finds the schema at its revision. SQLite's writers never overlap.
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
         with context.begin_transaction():
