@@ -195,13 +195,13 @@ def _while_busy(
             run()
             return
         except Exception as error:  # SQLAlchemy's or the driver's; re-raised unless busy
-            if not _busy_code(getattr(error, "orig", error)) or clock() >= deadline:
+            if not _is_busy(getattr(error, "orig", error)) or clock() >= deadline:
                 raise
         sleep(pause)
         pause = min(pause * 2, _LONGEST_PAUSE)
 
 
-def _busy_code(error: BaseException | None) -> bool:
+def _is_busy(error: BaseException | None) -> bool:
     """True when the driver's ``error`` is SQLITE_BUSY or one of its extended codes."""
     code = getattr(error, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
