@@ -32,9 +32,10 @@ T = TypeVar("T")
 _RETRIES = 5
 # Messages a bulk learn (``spamfilter learn``, the speed benchmark) gives ``learn_many`` at
 # a time, per database: the commit, the scope's generation and the cache's bookkeeping are
-# paid once per batch. why 100 / 10: ms a message by batch size (docs/benchmarks.md,
-# "Measurements behind the design").
-LEARN_BATCH = {"sqlite": 100, "postgresql": 10}
+# paid once per batch, and a token row is written once per batch. why 100 / 50: ms a
+# message by batch size (docs/benchmarks.md, "Measurements behind the design"); another
+# writer of the model waits for at most one batch.
+LEARN_BATCH = {"sqlite": 100, "postgresql": 50}
 
 
 class Trainer:

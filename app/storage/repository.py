@@ -208,6 +208,8 @@ class Transaction:
         self, wanted: Mapping[str, list[int]]
     ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
         """The counts of each scope's ids in ``wanted`` from the database, in one query."""
+        if self._writes.pending(scope for scope, ids in wanted.items() if ids):
+            self.flush()
         result: dict[str, dict[int, Mapping[str, TokenStats]]] = {scope: {} for scope in wanted}
         found = {scope: self._scope_id(scope) for scope, ids in wanted.items() if ids}
         names = {scope_id: scope for scope, scope_id in found.items() if scope_id is not None}
@@ -238,8 +240,9 @@ class Transaction:
         return known if known is not None else self._scopes.find(scope)
 
     def seal(self) -> list[Update]:
-        """Before the commit: the ham scores still pending written, and what this
+        """Before the commit: the adds and ham scores still pending written, and what this
         transaction's changes will do to the cache."""
+        self.flush()
         self.ham_scores().write_pending()
         return self._cache.seal(self._key)
 
@@ -257,6 +260,8 @@ class Transaction:
         name taken off), in one query; None for a scope never written."""
         if not scopes:
             return {}
+        if self._writes.pending(scopes):
+            self.flush()
         marks = ", ".join("?" * len(scopes))
         rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
         for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
@@ -266,6 +271,7 @@ class Transaction:
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
         """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
         in token id order; labels without messages are absent."""
+        self.flush()
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return
@@ -373,6 +379,7 @@ class Transaction:
     def _written_elsewhere(self) -> None:
         """Records and totals are about to be written in ways not followed: nothing kept of
         them holds, and what is pending is written first."""
+        self.flush()
         self.ham_scores().write_pending()
         self._records.clear()
         self._totals.clear()
@@ -426,8 +433,21 @@ class Transaction:
             )
 
     def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
-        """Add one message's tokens to ``label`` (see ``CountWrites.add``)."""
+        """Add one message's tokens to ``label`` (see ``CountWrites.add``). A new message
+        (``vocabulary``) for a model whose totals this transaction keeps, all of whose
+        tokens it holds, is written with the others at the next ``flush`` (``defer``): the
+        second and later messages a batch learns for a model."""
         kept = self._totals.pop(scope, None)
+        if vocabulary and kept is not None and label in kept.labels:
+            new = self._writes.defer(scope, label, bag)
+            if new is not None:
+                size = kept.vocabulary + new if new else None
+                if size is not None:
+                    self._grown[scope] = size
+                self._totals[scope] = _added(kept, label, bag, size)
+                return
+        if scope in self._flush():  # an add's upsert returns its rows' counts: pending too
+            kept = None
         size = self._writes.add(scope, label, bag, vocabulary)
         if kept is not None and label in kept.labels:
             # why: read again after every learn, the totals were a fifth of a batch's
@@ -436,20 +456,36 @@ class Transaction:
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
+        self.flush()
         self._totals.pop(scope, None)
         self._writes.subtract(scope, label, bag, vocabulary)
 
+    def flush(self) -> None:
+        """Write the adds ``add`` deferred (``CountWrites.flush``): before the commit, and
+        before anything reads or writes counts in another way."""
+        self._flush()
+
+    def _flush(self) -> set[str]:
+        """``flush``; the models whose totals as kept can no longer be trusted."""
+        drifted = self._writes.flush()
+        for scope in drifted:
+            self._totals.pop(scope, None)
+        return drifted
+
     def stored_classes(self) -> dict[str, int]:
         """Every class with learned messages in some model, with its messages over all."""
+        self.flush()
         return class_columns.stored_classes(self._conn)
 
     def class_holdings(self, label: str) -> ClassHoldings:
         """What the database holds of class ``label``, over every model."""
+        self.flush()
         return class_columns.holdings(self._conn, label)
 
     def records_of(self, label: str, limit: int) -> list[tuple[str, LearnedRecord]]:
         """Up to ``limit`` learned-message records of class ``label``, over every model,
         each with its model's name (by model, then digest)."""
+        self.flush()
         query = (
             select(
                 model_scope.c.name,
@@ -481,6 +517,7 @@ class Transaction:
     def scopes_under(self, prefix: str) -> list[ScopeSummary]:
         """Every scope named ``prefix...``, with learned messages per label and vocabulary,
         in one query (see ``accounts.scopes_under``)."""
+        self.flush()
         return accounts.scopes_under(self._conn, prefix)
 
     def drop_scope(self, scope: str) -> DroppedScope | None:

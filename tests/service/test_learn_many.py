@@ -448,3 +448,48 @@ def test_a_batch_holds_off_other_writers_of_the_records_it_read_ahead(
     threads[0].join(30)
     assert waited == [True]  # it waited for the batch
     assert finished == ["unchanged" if outcomes[1] == "learned" else "learned"]
+
+
+@pytest.mark.parametrize("user", [None, "bob@example.org"])
+def test_a_batch_writes_each_models_token_rows_together(
+    make_service: MakeService,
+    make_settings: MakeSettings,
+    database_factory: DatabaseFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    user: str | None,
+) -> None:
+    """Once a batch has changed a model, the messages it learns next are added to what is
+    pending and written together before the commit: one statement for the token rows, one
+    for the totals and one for the vocabulary a model, where each message wrote its own.
+    What it leaves is what learning them one at a time leaves."""
+    messages = stream()
+    chosen = messages[50:80]
+    single_url, batch_url = database_factory(), database_factory()
+    single = make_service(settings_for(make_settings, single_url, "everything"))
+    one_at_a_time(single, messages[:30], user)
+    expected = one_at_a_time(single, chosen, user)
+    service = make_service(settings_for(make_settings, batch_url, "everything"))
+    one_at_a_time(service, messages[:30], user)
+    batch = [(service.learn_analysis(raw), label) for raw, label in chosen]
+    upserts: list[int] = []
+    real = dialect.increment_returning
+
+    def counted(conn: Any, table: Any, rows: Any, *args: Any, **kwargs: Any) -> Any:
+        upserts.append(len(rows))
+        return real(conn, table, rows, *args, **kwargs)
+
+    monkeypatch.setattr(dialect, "increment_returning", counted)
+    outcomes = learn_all(service, batch, user)
+    monkeypatch.undo()
+    assert outcomes == expected and outcomes.count("learned") == len(chosen) - 1  # one repeat
+    models = 1 if user is None else 2
+    # A model's messages are written at once until the batch has read its totals after
+    # changing it (the first ham judged: under "everything" spam is learned unjudged), then
+    # the rest together before the commit: 29 messages learned in 3 statements a model.
+    assert len(upserts) <= 3 * models
+    learned = [a for (a, _), outcome in zip(batch, outcomes, strict=True) if outcome == "learned"]
+    assert sum(upserts) < sum(len(a.bag()) for a in learned) * models  # rows shared, once
+    assert snapshot(batch_url, timestamps=False) == snapshot(single_url, timestamps=False)
+    plain = make_service(settings_for(make_settings, batch_url, "everything", cache_tokens=0))
+    for raw, _label in messages:
+        assert service.classify(raw, user).log_odds == plain.classify(raw, user).log_odds

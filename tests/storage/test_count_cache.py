@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from app.storage import calibration, count_cache
 from app.storage.count_cache import CountCache
 from app.storage.engine import make_engine
-from app.storage.store import ModelTotals, Store, TokenStats
+from app.storage.store import LabelStats, ModelTotals, Store, TokenStats
 
 IDS = list(range(1, 13))
 Read = tuple[ModelTotals, dict[int, Any], list[int]]
@@ -34,10 +34,15 @@ def writer(engine: sa.Engine) -> Store:
 
 
 @pytest.fixture
-def reader(url: str) -> Iterator[Store]:
+def reader_engine(url: str) -> Iterator[sa.Engine]:
     other = make_engine(url)
-    yield Store(other)
+    yield other
     other.dispose()
+
+
+@pytest.fixture
+def reader(reader_engine: sa.Engine) -> Store:
+    return Store(reader_engine)
 
 
 def read(store: Store, scope: str = "s", ids: list[int] = IDS) -> Read:
@@ -128,6 +133,69 @@ def test_a_transaction_reads_its_own_changes(reader: Store) -> None:
         tx.add("s", "spam", {1: 2}, vocabulary=True)
         assert tx.counts("s", [1]) == {1: {"spam": TokenStats(3, 2)}}
     assert read(reader)[1][1] == {"spam": TokenStats(3, 2)}
+
+
+def test_a_transactions_later_adds_are_read_before_they_are_written(
+    writer: Store, reader: Store, reader_engine: sa.Engine
+) -> None:
+    """Once a transaction keeps a model's totals, a new message's add waits for the next
+    flush (``CountWrites.defer``): until then it reads as written, and what is written
+    at the commit is what adding each at once writes."""
+    learn(reader, "spam", {1: 1})
+    learn(reader, "ham", {2: 1})
+    read(reader)  # cached
+    written = count_writes(reader_engine)
+    with reader.transaction(write=True) as tx:
+        tx.totals("s")
+        tx.add("s", "spam", {1: 2}, vocabulary=True)  # at once: the totals were not kept
+        tx.totals("s")
+        tx.add("s", "spam", {1: 1, 3: 4}, vocabulary=True)
+        tx.add("s", "ham", {3: 1, 4: 1}, vocabulary=True)
+        assert len(written) == 1
+        assert tx.counts("s", [1, 3, 4]) == {
+            1: {"spam": TokenStats(4, 3)},
+            3: {"ham": TokenStats(1, 1), "spam": TokenStats(4, 1)},
+            4: {"ham": TokenStats(1, 1)},
+        }
+        totals = tx.totals("s")
+        assert totals.vocabulary == 4 and tx.grown() == {"s": 4}
+        assert totals.of("spam") == LabelStats(messages=3, occurrences=8, token_messages=4)
+    assert len(written) == 2  # the two pending adds, together
+    assert read(reader) == read(writer)
+    assert read(writer)[0] == totals
+
+
+def test_pending_adds_that_find_their_rows_moved_keep_what_the_database_holds(
+    writer: Store, reader: Store
+) -> None:
+    """No other writer can move a model's rows while a transaction that changed it is
+    open (it holds the model's row lock); should one come back otherwise all the same, the
+    cache takes what the database returned, not what the adds foresaw."""
+    learn(reader, "spam", {1: 1})
+    learn(reader, "ham", {2: 1})
+    read(reader)
+    with reader.transaction(write=True) as tx:
+        tx.totals("s")
+        tx.add("s", "spam", {2: 1}, vocabulary=True)
+        tx.totals("s")
+        tx.add("s", "spam", {1: 1}, vocabulary=True)  # pending
+        tx._conn.exec_driver_sql(  # behind the pending add's back
+            "UPDATE token_count SET spam_occurrences = spam_occurrences + 7 WHERE token_id = 1"
+        )
+    assert read(reader) == read(writer)
+    assert read(writer)[1][1] == {"spam": TokenStats(9, 2)}
+
+
+def count_writes(engine: sa.Engine) -> list[str]:
+    """Every statement that writes ``token_count`` rows on ``engine`` from now on."""
+    seen: list[str] = []
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def _note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.startswith("INSERT INTO token_count"):
+            seen.append(statement)
+
+    return seen
 
 
 def test_a_rolled_back_write_leaves_what_is_cached_true(writer: Store, reader: Store) -> None:
