@@ -12,7 +12,8 @@ process's commit sees the new generation and reads afresh.
 
 A process that writes keeps its own cache warm rather than dropping it: a transaction that
 checked a model before changing it records what it changed (the new counts of the rows a
-learn added to, which its upsert returns; ham score bins moved by one), reads the model's
+learn added to, which its upsert returns or a batch's pending add foresees: ``CountWrites``;
+ham score bins moved by one), reads the model's
 scope row again just before committing, and, when the generation there is exactly one past
 the one it checked (no other writer came between), updates the held entries and moves them
 to the new key once the commit has succeeded. Rows it cannot follow exactly (a relabel's or

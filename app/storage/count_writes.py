@@ -161,9 +161,14 @@ class CountWrites:
         pending.new += new
         return new
 
-    def pending(self, scopes: Iterable[str]) -> bool:
-        """Whether any of ``scopes`` has adds not yet written (``defer``)."""
-        return any(scope in self._pending for scope in scopes)
+    def pending_among(self, wanted: Mapping[str, Iterable[int] | None]) -> bool:
+        """Whether adds not yet written (``defer``) touch any of ``wanted``: scope -> token
+        ids, or None for any of the scope's rows and its totals."""
+        for scope, ids in wanted.items():
+            pending = self._pending.get(scope)
+            if pending is not None and (ids is None or any(t in pending.rows for t in ids)):
+                return True
+        return False
 
     def flush(self) -> set[str]:
         """Write every model's pending adds (``defer``): its token rows in one statement,

@@ -109,7 +109,8 @@ class Transaction:
 
     def grown(self) -> dict[str, int]:
         """Scope -> its vocabulary size after this transaction's last add that grew it (the
-        value the add's own update returned: asking costs no query)."""
+        value the add's own update returned, or for an add still pending what its update
+        will return: asking costs no query)."""
         return dict(self._grown)
 
     def expiry(self) -> Expiry:
@@ -208,8 +209,8 @@ class Transaction:
         self, wanted: Mapping[str, list[int]]
     ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
         """The counts of each scope's ids in ``wanted`` from the database, in one query."""
-        if self._writes.pending(scope for scope, ids in wanted.items() if ids):
-            self.flush()
+        if self._writes.pending_among(wanted):
+            self.flush()  # never, while the cache answers for what is pending
         result: dict[str, dict[int, Mapping[str, TokenStats]]] = {scope: {} for scope in wanted}
         found = {scope: self._scope_id(scope) for scope, ids in wanted.items() if ids}
         names = {scope_id: scope for scope, scope_id in found.items() if scope_id is not None}
@@ -260,7 +261,7 @@ class Transaction:
         name taken off), in one query; None for a scope never written."""
         if not scopes:
             return {}
-        if self._writes.pending(scopes):
+        if self._writes.pending_among({scope: None for scope in scopes}):
             self.flush()
         marks = ", ".join("?" * len(scopes))
         rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
@@ -438,6 +439,12 @@ class Transaction:
         tokens it holds, is written with the others at the next ``flush`` (``defer``): the
         second and later messages a batch learns for a model."""
         kept = self._totals.pop(scope, None)
+        changed = self._scopes.changed(scope)
+        if vocabulary and kept is None and changed and self._cache.held(scope) is not None:
+            # Read once a batch has changed the model, when nothing judged since read them
+            # (under "everything", spam is learned unjudged): the adds after can wait.
+            kept = self.totals(scope)
+            self._totals.pop(scope, None)
         if vocabulary and kept is not None and label in kept.labels:
             new = self._writes.defer(scope, label, bag)
             if new is not None:
