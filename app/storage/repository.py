@@ -210,7 +210,7 @@ class Transaction:
     ) -> dict[str, dict[int, Mapping[str, TokenStats]]]:
         """The counts of each scope's ids in ``wanted`` from the database, in one query."""
         if self._writes.pending_among(wanted):
-            self.flush()  # never, while the cache answers for what is pending
+            self._flush()  # never, while the cache answers for what is pending
         result: dict[str, dict[int, Mapping[str, TokenStats]]] = {scope: {} for scope in wanted}
         found = {scope: self._scope_id(scope) for scope, ids in wanted.items() if ids}
         names = {scope_id: scope for scope, scope_id in found.items() if scope_id is not None}
@@ -243,7 +243,7 @@ class Transaction:
     def seal(self) -> list[Update]:
         """Before the commit: the adds and ham scores still pending written, and what this
         transaction's changes will do to the cache."""
-        self.flush()
+        self._flush()
         self.ham_scores().write_pending()
         return self._cache.seal(self._key)
 
@@ -262,7 +262,7 @@ class Transaction:
         if not scopes:
             return {}
         if self._writes.pending_among({scope: None for scope in scopes}):
-            self.flush()
+            self._flush()
         marks = ", ".join("?" * len(scopes))
         rows: dict[str, list[Any]] = {scope: [] for scope in scopes}
         for name, *row in dialect.fetch(self._conn, _TOTALS_OF.format(marks=marks), scopes):
@@ -272,7 +272,7 @@ class Transaction:
     def all_message_counts(self, scope: str) -> Iterator[dict[str, int]]:
         """Per-label message counts of every token in the vocabulary (for the Bernoulli model),
         in token id order; labels without messages are absent."""
-        self.flush()
+        self._flush()
         scope_id = self._scopes.find(scope)
         if scope_id is None:
             return
@@ -380,7 +380,7 @@ class Transaction:
     def _written_elsewhere(self) -> None:
         """Records and totals are about to be written in ways not followed: nothing kept of
         them holds, and what is pending is written first."""
-        self.flush()
+        self._flush()
         self.ham_scores().write_pending()
         self._records.clear()
         self._totals.clear()
@@ -436,11 +436,10 @@ class Transaction:
     def add(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Add one message's tokens to ``label`` (see ``CountWrites.add``). A new message
         (``vocabulary``) for a model whose totals this transaction keeps, all of whose
-        tokens it holds, is written with the others at the next ``flush`` (``defer``): the
+        tokens it holds, is written with the others at the next ``_flush`` (``defer``): the
         second and later messages a batch learns for a model."""
         kept = self._totals.pop(scope, None)
-        changed = self._scopes.changed(scope)
-        if vocabulary and kept is None and changed and self._cache.held(scope) is not None:
+        if vocabulary and kept is None and self._scopes.changed(scope) and self._cache.held(scope):
             # Read once a batch has changed the model, when nothing judged since read them
             # (under "everything", spam is learned unjudged): the adds after can wait.
             kept = self.totals(scope)
@@ -463,17 +462,14 @@ class Transaction:
 
     def subtract(self, scope: str, label: str, bag: Mapping[int, int], vocabulary: bool) -> None:
         """Remove one message's tokens from ``label`` (see ``CountWrites.subtract``)."""
-        self.flush()
+        self._flush()
         self._totals.pop(scope, None)
         self._writes.subtract(scope, label, bag, vocabulary)
 
-    def flush(self) -> None:
-        """Write the adds ``add`` deferred (``CountWrites.flush``): before the commit, and
-        before anything reads or writes counts in another way."""
-        self._flush()
-
     def _flush(self) -> set[str]:
-        """``flush``; the models whose totals as kept can no longer be trusted."""
+        """Write the adds ``add`` deferred (``CountWrites.flush``): before the commit, and
+        before anything reads or writes counts in another way. The models whose totals as
+        kept can no longer be trusted."""
         drifted = self._writes.flush()
         for scope in drifted:
             self._totals.pop(scope, None)
@@ -481,18 +477,18 @@ class Transaction:
 
     def stored_classes(self) -> dict[str, int]:
         """Every class with learned messages in some model, with its messages over all."""
-        self.flush()
+        self._flush()
         return class_columns.stored_classes(self._conn)
 
     def class_holdings(self, label: str) -> ClassHoldings:
         """What the database holds of class ``label``, over every model."""
-        self.flush()
+        self._flush()
         return class_columns.holdings(self._conn, label)
 
     def records_of(self, label: str, limit: int) -> list[tuple[str, LearnedRecord]]:
         """Up to ``limit`` learned-message records of class ``label``, over every model,
         each with its model's name (by model, then digest)."""
-        self.flush()
+        self._flush()
         query = (
             select(
                 model_scope.c.name,
@@ -524,7 +520,7 @@ class Transaction:
     def scopes_under(self, prefix: str) -> list[ScopeSummary]:
         """Every scope named ``prefix...``, with learned messages per label and vocabulary,
         in one query (see ``accounts.scopes_under``)."""
-        self.flush()
+        self._flush()
         return accounts.scopes_under(self._conn, prefix)
 
     def drop_scope(self, scope: str) -> DroppedScope | None:
