@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import random
+import socket
+import time
 
 import pytest
 
@@ -95,6 +97,33 @@ def test_the_message_is_the_problem(status: str, error: type[Exception]) -> None
 def test_the_service_is_the_problem(status: str, body: bytes) -> None:
     with canned(status, body) as daemon, pytest.raises(DaemonUnavailable):
         classify_remotely(daemon, make_message("Hi", "x\n"))
+
+
+def test_each_address_of_the_host_is_tried_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = free_port()
+    with canned("200 OK", json.dumps(CLASSIFY_ANSWER).encode()) as daemon:
+        # A name that resolves to a closed port first, then to the service (localhost's ::1
+        # and 127.0.0.1, say).
+        stream = (client._socket.AF_INET, client._socket.SOCK_STREAM, 6, "")
+        addresses = [(*stream, ("127.0.0.1", refused)), (*stream, ("127.0.0.1", daemon.port))]
+        monkeypatch.setattr(client._socket, "getaddrinfo", lambda *_: addresses)
+        assert classify_remotely(daemon, make_message("Hi", "x\n")).verdict == "spam"
+        monkeypatch.setattr(client._socket, "getaddrinfo", lambda *_: addresses[:1])
+        with pytest.raises(DaemonUnavailable, match="refused"):
+            classify_remotely(daemon, make_message("Hi", "x\n"))
+        monkeypatch.setattr(client._socket, "getaddrinfo", lambda *_: [])
+        with pytest.raises(DaemonUnavailable, match="no address"):
+            classify_remotely(daemon, make_message("Hi", "x\n"))
+
+
+def test_a_service_that_never_answers_times_out() -> None:
+    # Connections queue in the backlog, accepted by no one: only the timeout ends the wait.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        daemon = Daemon("127.0.0.1", listener.getsockname()[1], "", 0.2)
+        started = time.monotonic()
+        with pytest.raises(DaemonUnavailable, match="timed out"):
+            classify_remotely(daemon, make_message("Hi", "x\n"))
+        assert time.monotonic() - started < 5
 
 
 def test_a_service_that_does_not_answer_falls_back(trained: SpamFilter, settings: Settings) -> None:

@@ -25,7 +25,8 @@ WEB_AND_CLI = {"click", "fastapi", "starlette", "uvicorn", "rich", "prometheus_c
 SERVICE_STACK = {"sqlalchemy", "pydantic", "pydantic_settings", "alembic", "psycopg"}
 # Standard modules the client path does without: 30 ms of a filter process's start-up
 # (dataclasses brings inspect; argparse brings gettext, locale and shutil; pathlib brings
-# fnmatch and urllib; a str host brings the idna codec with stringprep). Their absence also
+# fnmatch and urllib; a str host brings the idna codec with stringprep; socket brings
+# selectors and array where its C core, _socket, is all a request needs). Their absence also
 # shows that the editable install adds the source tree to sys.path without an import
 # finder, which imports pathlib in every process.
 SLOW_TO_START = {
@@ -37,6 +38,8 @@ SLOW_TO_START = {
     "pathlib",
     "urllib",
     "stringprep",
+    "socket",
+    "selectors",
 }
 
 
