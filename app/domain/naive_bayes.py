@@ -148,12 +148,94 @@ def multinomial(
     (see ``junk_spread``).
     """
     labels = list(totals)
-    if distinct is not None:
-        evidence = distinct_evidence(evidence, distinct, group=group, labels=labels)
     # smoothed_log_prob inlined, its denominator's log taken once per label: the same
     # operations in the same order (so the same floating-point values), a third of the time.
     denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
     logs = [math.log(d) if d > 0 else None for d in denominators]
+    if top is not None and len(labels) == 2 and None not in logs:
+        # why: the default model; one pass, not three, and the sum unrolled took its score
+        # from 0.247 to 0.166 ms a message (docs/benchmarks.md, "Measurements behind the
+        # design").
+        chosen = _pair_chosen(
+            evidence, labels=labels, logs=logs, alpha=alpha, top=top, group=group, least=distinct
+        )
+        priors = log_priors({label: t.messages for label, t in totals.items()})
+        return _pair_scored(chosen, labels=labels, log_joint=priors, top=top, floor=floor)
+    chosen = _chosen(
+        evidence,
+        labels=labels,
+        denominators=denominators,
+        logs=logs,
+        alpha=alpha,
+        top=top,
+        group=group,
+        distinct=distinct,
+        junk=junk,
+    )
+    if top is not None and floor is not None:
+        weights = _weights([key for _, _, key in chosen], top, floor)
+        chosen = [
+            (token, tuple([weights[key] * v for v in values]), key) for token, values, key in chosen
+        ]
+    log_joint = log_priors({label: t.messages for label, t in totals.items()})
+    contributions: dict[str, dict[str, float]] = {}
+    for token, values, _ in chosen:
+        contributions[token] = dict(zip(labels, values, strict=True))
+        for label, value in zip(labels, values, strict=True):
+            log_joint[label] += value
+    return Scored(log_joint, normalise(log_joint), contributions)
+
+
+def _pair_scored(
+    chosen: list[Chosen],
+    *,
+    labels: Sequence[str],
+    log_joint: Mapping[str, float],
+    top: int,
+    floor: int | None,
+) -> Scored:
+    """The end of ``multinomial`` for two labels and a ``top``, unrolled: each chosen
+    token's contributions weighted (with a ``floor``) and added to the priors
+    ``log_joint``, the same operations in the same order as the general loop."""
+    first, second = labels
+    weights = None if floor is None else _weights([key for _, _, key in chosen], top, floor)
+    joint_first, joint_second = log_joint[first], log_joint[second]
+    contributions: dict[str, dict[str, float]] = {}
+    for token, (a, b), key in chosen:
+        if weights is not None:
+            weight = weights[key]
+            a, b = weight * a, weight * b
+        contributions[token] = {first: a, second: b}
+        joint_first += a
+        joint_second += b
+    joint = {first: joint_first, second: joint_second}
+    return Scored(joint, normalise(joint), contributions)
+
+
+# A token's row: minus its spread (max - min of its contributions), the token, and its
+# contributions in label order. Sorting rows ranks the tokens as ``most_decisive`` does.
+Row = tuple[float, str, tuple[float, ...]]
+# A chosen token: the token, its contributions in label order, and its group's name.
+Chosen = tuple[str, tuple[float, ...], str]
+
+
+def _chosen(
+    evidence: Sequence[Evidence],
+    *,
+    labels: Sequence[str],
+    denominators: Sequence[float],
+    logs: Sequence[float | None],
+    alpha: float,
+    top: int | None,
+    group: Callable[[str], str] | None,
+    distinct: int | None,
+    junk: Collection[str],
+) -> list[Chosen]:
+    """The tokens ``multinomial`` scores, in the order it adds them, step by step: repeats
+    left out (``distinct_evidence``), every token's row, the rows ranked (by the junk spread
+    with more than two labels and junk named) and the ``top`` of each group taken."""
+    if distinct is not None:
+        evidence = distinct_evidence(evidence, distinct, group=group, labels=labels)
     if len(labels) == 2 and None not in logs:
         rows = _pair_rows(evidence, labels=labels, logs=logs, alpha=alpha)
     else:
@@ -164,27 +246,61 @@ def multinomial(
         spread = _SideSpread(sides)
         rows = [(-spread.of(values), token, values) for _, token, values in rows]
     if top is None:
-        chosen = [(token, values, "") for _, token, values in rows]
-    else:
-        chosen = _choose(rows, top, group)
-        if floor is not None:
-            weights = _weights([key for _, _, key in chosen], top, floor)
-            chosen = [
-                (token, tuple([weights[key] * v for v in values]), key)
-                for token, values, key in chosen
-            ]
-    log_joint = log_priors({label: t.messages for label, t in totals.items()})
-    contributions: dict[str, dict[str, float]] = {}
-    for token, values, _ in chosen:
-        contributions[token] = dict(zip(labels, values, strict=True))
-        for label, value in zip(labels, values, strict=True):
-            log_joint[label] += value
-    return Scored(log_joint, normalise(log_joint), contributions)
+        return [(token, values, "") for _, token, values in rows]
+    return _choose(rows, top, group)
 
 
-# A token's row: minus its spread (max - min of its contributions), the token, and its
-# contributions in label order. Sorting rows ranks the tokens as ``most_decisive`` does.
-Row = tuple[float, str, tuple[float, ...]]
+def _pair_chosen(
+    evidence: Iterable[Evidence],
+    *,
+    labels: Sequence[str],
+    logs: Sequence[float | None],
+    alpha: float,
+    top: int,
+    group: Callable[[str], str] | None,
+    least: int | None,
+) -> list[Chosen]:
+    """``_chosen`` for two labels whose denominators are positive, in one pass over the
+    evidence: the same tokens with the same contributions in the same order, bit for bit.
+
+    Each token's group is found once. A token that ``distinct_evidence`` would weigh as a
+    repeat waits under its key (group, count in the message, learned counts) until the
+    first by token text is known, and only that one gets a row. The rows are kept apart by
+    group, so the ``top`` of each are the first ``top`` of its rows sorted; the tokens of all
+    groups are then sorted together, the order ``_choose`` takes them in. Rows sort on
+    minus the spread, then the token (a message's tokens are distinct), so the order does
+    not depend on how the rows were gathered."""
+    first, second = labels
+    log_first, log_second = logs
+    assert log_first is not None and log_second is not None
+    log, inf = math.log, NEG_INF
+    spares: dict[tuple[str, int, float, float], str] = {}
+    scored: list[tuple[str, int, float, float, str]] = []
+    for item in evidence:
+        token, n, get = item.token, item.in_message, item.counts.get
+        p, q = get(first, 0), get(second, 0)
+        key = "" if group is None else group(token)
+        if least is not None and p + q >= least:
+            spare = (key, n, p, q)
+            held = spares.get(spare)
+            if held is None or token < held:
+                spares[spare] = token
+        else:
+            scored.append((token, n, p, q, key))
+    scored += [(token, n, p, q, key) for (key, n, p, q), token in spares.items()]
+    grouped: dict[str, list[tuple[float, str, tuple[float, ...], str]]] = {}
+    for token, n, p, q, key in scored:
+        x = p + alpha
+        a = n * (log(x) - log_first) if x > 0 else n * inf
+        y = q + alpha
+        b = n * (log(y) - log_second) if y > 0 else n * inf
+        rows = grouped.get(key)
+        if rows is None:
+            rows = grouped[key] = []
+        rows.append((-abs(a - b), token, (a, b), key))
+    budget = max(top, 0)
+    taken = [row for rows in grouped.values() for row in sorted(rows)[:budget]]
+    return [(token, values, key) for _, token, values, key in sorted(taken)]
 
 
 def _rows(
@@ -373,9 +489,7 @@ def most_decisive(
     return {token: dict(contributions[token]) for token, _, _ in _choose(rows, top, group)}
 
 
-def _choose(
-    rows: Iterable[Row], top: int, group: Callable[[str], str] | None
-) -> list[tuple[str, tuple[float, ...], str]]:
+def _choose(rows: Iterable[Row], top: int, group: Callable[[str], str] | None) -> list[Chosen]:
     """``most_decisive`` over rows: the chosen tokens, most decisive first, each with its
     contributions and its group's name."""
     budget = max(top, 0)

@@ -356,3 +356,83 @@ def test_the_ranking_with_sides_fixed_is_junk_spread_bit_for_bit(
     formula = 0.0 if math.isnan(gap) else abs(gap)
     assert nb._SideSpread(sides).of(values).hex() == formula.hex()
     assert nb.junk_spread(values, sides).hex() == formula.hex()
+
+
+def stepwise(
+    items: list[nb.Evidence],
+    totals: dict[str, nb.ClassTotals],
+    *,
+    vocabulary: int,
+    alpha: float,
+    top: int,
+    floor: int | None,
+    distinct: int | None,
+) -> nb.Scored:
+    """``multinomial`` through its general steps (``_chosen``: repeats left out, every row,
+    the ranking, the ``top`` of each kind), then each kind's weight and the sum, label by
+    label, as the general loop takes them."""
+    labels = list(totals)
+    denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
+    logs = [math.log(d) if d > 0 else None for d in denominators]
+    chosen = nb._chosen(
+        items,
+        labels=labels,
+        denominators=denominators,
+        logs=logs,
+        alpha=alpha,
+        top=top,
+        group=kind,
+        distinct=distinct,
+        junk=(),
+    )
+    weights = nb._weights([key for _, _, key in chosen], top, floor) if floor else None
+    joint = nb.log_priors({lb: t.messages for lb, t in totals.items()})
+    contributions: dict[str, dict[str, float]] = {}
+    for token, values, key in chosen:
+        weighted = [v * weights[key] if weights else v for v in values]
+        contributions[token] = dict(zip(labels, weighted, strict=True))
+        for label, value in zip(labels, weighted, strict=True):
+            joint[label] += value
+    return nb.Scored(joint, nb.normalise(joint), contributions)
+
+
+@given(
+    labels=st.sampled_from([("ham", "spam"), ("spam", "ham")]),
+    counts=st.lists(
+        st.tuples(
+            st.sampled_from(["w", "subject:", "url:host:"]),
+            st.integers(1, 2),
+            # Few values, so that repeats (equal counts) are common.
+            st.sampled_from([0, 1, 4, 12, 30, 0.25, 11.0]),
+            st.sampled_from([0, 1, 4, 12, 30, 0.25, 11.0]),
+        ),
+        max_size=60,
+    ),
+    alpha=st.sampled_from([1.0, 0.5, 0.0]),
+    top=st.integers(0, 12),
+    floor=st.one_of(st.none(), st.integers(1, 15)),
+    distinct=st.one_of(st.none(), st.integers(1, 20)),
+)
+def test_two_labels_score_in_one_pass_as_in_the_general_steps(
+    labels: tuple[str, str],
+    counts: list[tuple[str, int, float, float]],
+    alpha: float,
+    top: int,
+    floor: int | None,
+    distinct: int | None,
+) -> None:
+    """The one-pass path of the default model (two labels, a ``top``) gives the general
+    steps' tokens, contributions, order of adding and posteriors, to the last bit: repeats
+    (tokens of equal counts, drawn often here) included."""
+    items = [
+        nb.Evidence(f"{prefix}t{i % 7}{i}", n, {labels[0]: a, labels[1]: b})
+        for i, (prefix, n, a, b) in enumerate(counts)
+        if alpha > 0 or (a > 0 and b > 0)  # alpha 0: the blend, whose counts are all positive
+    ]
+    totals = {labels[0]: nb.ClassTotals(3, 500), labels[1]: nb.ClassTotals(4, 420)}
+    kwargs = {"vocabulary": 90, "alpha": alpha, "top": top, "floor": floor, "distinct": distinct}
+    scored = nb.multinomial(items, totals=totals, group=kind, **kwargs)  # type: ignore[arg-type]
+    expected = stepwise(items, totals, **kwargs)  # type: ignore[arg-type]
+    assert list(scored.contributions.items()) == list(expected.contributions.items())
+    assert scored.log_joint == expected.log_joint
+    assert scored.log_posteriors == expected.log_posteriors
