@@ -56,6 +56,11 @@ class TokenizerOptions:
 
 # A word: letters/digits with inner apostrophes, dots, dashes, dollar and euro signs.
 _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
+# The words of _WORD two characters long or more, the same matches at the same places: where
+# _WORD takes one character, nothing longer starts there, and both go on at the next one.
+# Most tokenizers drop one-character words (min_token_length 2); found, they were a sixth of
+# the list the length test then threw away.
+_LONGER_WORD = re.compile(r"[^\W_][\w'$€£.-]*[\w$€£]")
 # One capturing group: split() gives the text between URLs and the URLs in turn.
 _URL = re.compile(r"(\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+)", re.IGNORECASE)
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
@@ -103,8 +108,11 @@ def tokenize(parsed: ParsedMessage, options: TokenizerOptions) -> Counter[str]:
         if len(taken) >= budget:
             del taken[budget:]
             break
+    tally = Counter(taken)
+    if not counts and max(map(len, tally), default=0) <= limit:
+        return tally  # no flag, nothing to fold: what the loop below would build
     # Count first, then fold: fold_long runs once per distinct token, not per occurrence.
-    for token, count in Counter(taken).items():
+    for token, count in tally.items():
         counts[fold_long(token, limit)] += count
     return counts
 
@@ -170,9 +178,10 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> list[str]:
     if runs:
         found = [prefix + pair for pair in cjk_bigrams(runs) if shortest <= len(pair) <= longest]
         text = _CJK_RUN.sub(" ", text)
+    pattern = _LONGER_WORD if shortest >= 2 else _WORD
     found += [
         prefix + word if len(word) <= longest else f"{prefix}skip:{word[0]}:{len(word) // 10 * 10}"
-        for word in _WORD.findall(text.lower())
+        for word in pattern.findall(text.lower())
         if len(word) >= shortest
     ]
     return found

@@ -18,7 +18,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from app.domain import tokenizer
 from app.domain.message import parse
 from app.domain.tokenizer import TokenizerOptions, token_kind, tokenize
 from app.domain.tokenizer import words as split_words
@@ -451,3 +454,36 @@ def test_a_long_cjk_run_is_never_one_skip_token() -> None:
 def test_cjk_characters_obey_the_length_limits() -> None:
     assert list(split_words("中 文字", TokenizerOptions(min_token_length=1))) == ["中", "文字"]
     assert list(split_words("中 文字", TokenizerOptions(min_token_length=3))) == []
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from([*"ab1Z_'.-$€£ \n\t中", "\u00e9", "\u0301", "\u00b2"]),
+        max_size=60,
+    )
+)
+def test_the_longer_words_pattern_finds_the_words_two_characters_long(text: str) -> None:
+    """``words`` finds words of two characters or more with a pattern of its own: the same
+    matches, in the same places, as the word pattern's matches of that length."""
+    assert tokenizer._LONGER_WORD.findall(text) == [
+        word for word in tokenizer._WORD.findall(text) if len(word) >= 2
+    ]
+
+
+def test_flags_and_folded_tokens_add_to_the_same_counts() -> None:
+    """A message's counts come straight from its tokens when there is no flag to add and no
+    token to fold; otherwise each flag and each folded token adds to what is there."""
+    plain = tokenize(
+        parse(message("words words here\n", subject="hi"), SCAN_LIMIT), TokenizerOptions()
+    )
+    assert plain == Counter({"subject:hi": 1, "mime:type:text/plain": 1, "words": 2, "here": 1})
+    # Two hosts too long to keep, of one length: one folded token, counted twice.
+    hosts = ["a" * 90 + ".example", "b" * 90 + ".example"]
+    raw = message("words words here\n", subject="x", from_=f"x@{hosts[0]}, y@{hosts[1]}")
+    tokens = tokenize(parse(raw, SCAN_LIMIT), TokenizerOptions())
+    assert tokens["words"] == 2 and tokens["from:domain:skip:110"] == 2
+    assert not [t for t in tokens if hosts[0] in t or hosts[1] in t]
+    truncated = parse(raw + b"more words\n" * 50, 64)
+    assert truncated.truncated
+    flagged = tokenize(truncated, TokenizerOptions())
+    assert next(iter(flagged)) == "meta:truncated" and flagged["meta:truncated"] == 1
