@@ -172,12 +172,16 @@ def words(text: str, options: TokenizerOptions, prefix: str = "") -> list[str]:
     yielding them one by one was the tokenizer's largest cost.
     """
     shortest, longest = options.min_token_length, options.max_token_length
-    text = _INVISIBLE.sub("", text)
     found: list[str] = []
-    runs = _CJK_RUN.findall(text)
-    if runs:
-        found = [prefix + pair for pair in cjk_bigrams(runs) if shortest <= len(pair) <= longest]
-        text = _CJK_RUN.sub(" ", text)
+    # Invisible characters and CJK scripts are all outside ASCII: most text needs neither scan.
+    if not text.isascii():
+        text = _INVISIBLE.sub("", text)
+        runs = _CJK_RUN.findall(text)
+        if runs:
+            found = [
+                prefix + pair for pair in cjk_bigrams(runs) if shortest <= len(pair) <= longest
+            ]
+            text = _CJK_RUN.sub(" ", text)
     pattern = _LONGER_WORD if shortest >= 2 else _WORD
     found += [
         prefix + word if len(word) <= longest else f"{prefix}skip:{word[0]}:{len(word) // 10 * 10}"
@@ -269,7 +273,10 @@ def ipv6_networks(candidate: str) -> Iterator[str]:
     Hextets are written without leading zeros, as in ``2001:db8:0:20`` for a /64; a time of
     day such as ``10:00:00`` or any other run that is not an address gives nothing.
     """
-    if candidate.count(":") < 2:
+    # Without "::" an address has eight hextets: the times of day a Received line gives
+    # ("10:00:00") are turned away here, not by ipaddress's exception.
+    colons = candidate.count(":")
+    if colons < 2 or (colons != 7 and "::" not in candidate):
         return
     try:
         address = ipaddress.IPv6Address(candidate)

@@ -12,13 +12,14 @@ With that variable set the golden test rewrites the files instead of comparing.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.domain import tokenizer
@@ -487,3 +488,45 @@ def test_flags_and_folded_tokens_add_to_the_same_counts() -> None:
     assert truncated.truncated
     flagged = tokenize(truncated, TokenizerOptions())
     assert next(iter(flagged)) == "meta:truncated" and flagged["meta:truncated"] == 1
+
+
+def reference_words(text: str, options: TokenizerOptions, prefix: str = "") -> list[str]:
+    """``words`` as its docstring states it, every step on every text: invisible characters
+    dropped, CJK runs as character pairs, then the words of what is left."""
+    text = tokenizer._INVISIBLE.sub("", text)
+    runs = tokenizer._CJK_RUN.findall(text)
+    shortest, longest = options.min_token_length, options.max_token_length
+    found = [prefix + p for p in tokenizer.cjk_bigrams(runs) if shortest <= len(p) <= longest]
+    for word in tokenizer._WORD.findall(tokenizer._CJK_RUN.sub(" ", text).lower()):
+        if len(word) >= shortest:
+            folded = f"skip:{word[0]}:{len(word) // 10 * 10}" if len(word) > longest else word
+            found.append(prefix + folded)
+    return found
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from([*"Free ab1'.-$\n\u200b\u00ad中文\u00e9Ä"]),
+        max_size=50,
+    ),
+    st.integers(1, 3),
+)
+def test_words_are_the_documented_steps_for_any_text(text: str, shortest: int) -> None:
+    options = TokenizerOptions(min_token_length=shortest, max_token_length=6)
+    assert split_words(text, options, "p:") == reference_words(text, options, "p:")
+
+
+@given(st.text(alphabet=st.sampled_from([*"0123456789abcdef:"]), min_size=2, max_size=39))
+@example("2001:db8:0:0:1:0:0:1")  # eight hextets, no "::"
+@example("2001:db8:0:1:0:0:1")  # seven
+@example("10:00:00")  # a time of day
+@example("1::")
+def test_a_run_is_an_ipv6_address_exactly_when_ipaddress_says_so(run: str) -> None:
+    try:
+        address = ipaddress.IPv6Address(run)
+    except ValueError:
+        expected = []
+    else:
+        hextets = [group.lstrip("0") or "0" for group in address.exploded.split(":")]
+        expected = [f"received:ip6:{':'.join(hextets[:n])}" for n in (4, 3, 2)]
+    assert list(tokenizer.ipv6_networks(run)) == (expected if run.count(":") >= 2 else [])
