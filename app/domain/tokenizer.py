@@ -58,8 +58,8 @@ class TokenizerOptions:
 _WORD = re.compile(r"[^\W_](?:[\w'$€£.-]*[\w$€£])?")
 # The words of _WORD two characters long or more, the same matches at the same places: where
 # _WORD takes one character, nothing longer starts there, and both go on at the next one.
-# Most tokenizers drop one-character words (min_token_length 2); found, they were a sixth of
-# the list the length test then threw away.
+# The default (min_token_length 2) drops one-character words: about one match in eleven of
+# the SpamAssassin corpus's text, found only to be thrown away.
 _LONGER_WORD = re.compile(r"[^\W_][\w'$€£.-]*[\w$€£]")
 # One capturing group: split() gives the text between URLs and the URLs in turn.
 _URL = re.compile(r"(\b(?:https?://|www\.)[^\s<>\"'()\[\]{}]+)", re.IGNORECASE)
