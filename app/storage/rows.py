@@ -22,6 +22,17 @@ class TokenStats:
 def token_stats(values: Sequence[Any], labels: Sequence[str] = LABELS) -> dict[str, TokenStats]:
     """A token's counts per label from its row's ``CountLayout.count_names()`` values (the
     layout of ``labels``); labels with neither count are left out."""
+    if len(labels) == 2:
+        # why: two labels unrolled; a learn builds this for every token it adds to. A bulk
+        # learn of 800 messages ran 2.6 % fewer instructions (callgrind, 12.16 -> 11.84
+        # million a message).
+        first, second = labels
+        found: dict[str, TokenStats] = {}
+        if values[0] or values[1]:
+            found[first] = TokenStats(values[0], values[1])
+        if values[2] or values[3]:
+            found[second] = TokenStats(values[2], values[3])
+        return found
     return {
         label: TokenStats(values[2 * k], values[2 * k + 1])
         for k, label in enumerate(labels)

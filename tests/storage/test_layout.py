@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
 
+from app.storage.rows import token_stats
 from app.storage.store import Store, TokenStats
 from app.storage.tables import label_columns, learned_message, model_scope, token_count
 from tests.storage.snapshot import reader
@@ -215,3 +218,22 @@ def test_two_writers_creating_one_scope_share_its_row(engine: sa.Engine) -> None
     assert scope[model_scope.c.keys().index("vocabulary")] == 2
     assert {row[0] for row in table_rows(engine, learned_message)} == {scope[0]}
     assert {row[0] for row in table_rows(engine, token_count)} == {scope[0]}
+
+
+@given(
+    st.lists(st.integers(0, 3), min_size=6, max_size=6),
+    st.sampled_from([("ham", "spam"), ("spam", "ham"), ("ham", "spam", "news")]),
+)
+def test_a_rows_counts_read_per_label_as_the_layout_writes_them(
+    values: list[int], labels: tuple[str, ...]
+) -> None:
+    """``token_stats`` (two labels unrolled) gives each label with a count its occurrences
+    and messages, in the layout's order, and leaves out the labels with neither."""
+    values = values[: 2 * len(labels)]
+    expected = {
+        label: TokenStats(values[2 * k], values[2 * k + 1])
+        for k, label in enumerate(labels)
+        if values[2 * k] or values[2 * k + 1]
+    }
+    found = token_stats(values, labels)
+    assert list(found.items()) == list(expected.items())
