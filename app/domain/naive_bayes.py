@@ -152,6 +152,7 @@ def multinomial(
     # operations in the same order (so the same floating-point values), a third of the time.
     denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
     logs = [math.log(d) if d > 0 else None for d in denominators]
+    log_joint = log_priors({label: t.messages for label, t in totals.items()})
     if top is not None and len(labels) == 2 and None not in logs:
         # why: the default model; one pass, not three, and the sum unrolled took its score
         # from 0.247 to 0.166 ms a message (docs/benchmarks.md, "Measurements behind the
@@ -159,8 +160,7 @@ def multinomial(
         chosen = _pair_chosen(
             evidence, labels=labels, logs=logs, alpha=alpha, top=top, group=group, least=distinct
         )
-        priors = log_priors({label: t.messages for label, t in totals.items()})
-        return _pair_scored(chosen, labels=labels, log_joint=priors, top=top, floor=floor)
+        return _pair_scored(chosen, labels=labels, log_joint=log_joint, top=top, floor=floor)
     chosen = _chosen(
         evidence,
         labels=labels,
@@ -177,7 +177,6 @@ def multinomial(
         chosen = [
             (token, tuple([weights[key] * v for v in values]), key) for token, values, key in chosen
         ]
-    log_joint = log_priors({label: t.messages for label, t in totals.items()})
     contributions: dict[str, dict[str, float]] = {}
     for token, values, _ in chosen:
         contributions[token] = dict(zip(labels, values, strict=True))
