@@ -447,9 +447,9 @@ class Transaction:
         if vocabulary and kept is not None and label in kept.labels:
             new = self._writes.defer(scope, label, bag)
             if new is not None:
-                size = kept.vocabulary + new if new else None
-                if size is not None:
-                    self._grown[scope] = size
+                size = None
+                if new:
+                    size = self._grown[scope] = kept.vocabulary + new
                 self._totals[scope] = _added(kept, label, bag, size)
                 return
         if scope in self._flush():  # an add's upsert returns its rows' counts: pending too
