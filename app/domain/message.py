@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from email import policy
 from email.message import Message
 from email.parser import Parser
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from app.domain.html import looks_like_html
 
@@ -40,16 +40,96 @@ _CONTROL_BYTES = bytes([*range(0, 9), *range(14, 32), 127])
 _FALLBACK_CHARSETS = ("utf-8", "cp1252", "latin-1")
 
 
+class _Index(NamedTuple):
+    """The header fields of a ``_Fields`` by lower-cased name, for the field list ``fields``
+    of ``size`` fields, with the parameters read from them (lower-cased field name ->
+    ``_get_params_preserve``'s pairs, or ``_NO_FIELD``)."""
+
+    fields: list[tuple[str, Any]]
+    size: int
+    by_name: dict[str, list[tuple[str, Any]]]
+    params: dict[str, tuple[tuple[str, Any], ...] | object]
+
+
+_NO_FIELD = object()
+
+
 class _Fields(Message):
     """A compat32 message that also gives its body back exactly as parsed: ``get_payload()``
-    decodes 8-bit bytes with the declared charset, or with ASCII and U+FFFD for each."""
+    decodes 8-bit bytes with the declared charset, or with ASCII and U+FFFD for each.
+
+    Its fields are looked up by name in an index, and each field's parameters are parsed once.
+    why: ``Message.get`` lower-cases every field name on every lookup and ``get_param``
+    parses the whole Content-Type again on every call; a message is asked ~20 times for a
+    field and ~3 times for a parameter while it is read (docs/benchmarks.md, "Measurements
+    behind the design"). Answers and their types are ``Message``'s own: the index holds the
+    raw (name, value) pairs, which the policy turns into values on each lookup as before.
+    The index is built on the first lookup and again whenever the field list is no longer
+    the one it was built on, or has another length (fields added, deleted, or the list
+    replaced, as ``set_boundary`` does); ``replace_header``, which changes a field in place,
+    drops it.
+    """
 
     _payload: Any
+    _headers: list[tuple[str, Any]]
+    _index: _Index | None = None
 
     def raw_body(self) -> str:
         """The body as the parser kept it (bytes past ASCII as surrogate escapes)."""
         body = self._payload
         return body if isinstance(body, str) else ""
+
+    def _indexed(self) -> _Index:
+        fields = self._headers
+        index = self._index
+        if index is None or index.fields is not fields or index.size != len(fields):
+            by_name: dict[str, list[tuple[str, Any]]] = {}
+            for field in fields:
+                name = field[0].lower()
+                same = by_name.get(name)
+                if same is None:
+                    by_name[name] = [field]
+                else:
+                    same.append(field)
+            index = self._index = _Index(fields, len(fields), by_name, {})
+        return index
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        """``Message.get``: the first field ``name`` (any case), or ``failobj``."""
+        same = self._indexed().by_name.get(name.lower())
+        if same is None:
+            return failobj
+        field, value = same[0]
+        # Typed as what compat32 returns, a str or a Header (see ``field_value``).
+        fetch: Callable[[str, Any], object] = self.policy.header_fetch_parse
+        return fetch(field, value)
+
+    def get_all(self, name: str, failobj: Any = None) -> Any:
+        """``Message.get_all``: every field ``name`` (any case), in order, or ``failobj``."""
+        same = self._indexed().by_name.get(name.lower())
+        if same is None:
+            return failobj
+        fetch: Callable[[str, Any], object] = self.policy.header_fetch_parse
+        return [fetch(field, value) for field, value in same]
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self._indexed().by_name
+
+    def replace_header(self, _name: str, _value: Any) -> None:
+        """``Message.replace_header``, which changes a field in place: the index is dropped."""
+        self._index = None
+        super().replace_header(_name, _value)
+
+    def _get_params_preserve(self, failobj: Any, header: str) -> Any:
+        """``Message._get_params_preserve`` (a field's parameters, quoting kept), parsed once
+        per field name; a new list each call, as before."""
+        params = self._indexed().params
+        key = header.lower()
+        found = params.get(key)
+        if found is None:
+            found = super()._get_params_preserve(_NO_FIELD, header)  # type: ignore[misc]
+            params[key] = found = found if found is _NO_FIELD else tuple(found)
+        return failobj if found is _NO_FIELD else list(found)  # type: ignore[call-overload]
 
 
 _PARSER = Parser(_Fields, policy=policy.compat32)
