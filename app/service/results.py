@@ -9,7 +9,7 @@ from typing import Literal
 
 from app.domain import naive_bayes as nb
 from app.domain.decision import Reason
-from app.domain.token_ids import token_id
+from app.domain.token_ids import token_ids
 from app.domain.verdict import Verdict
 
 # How to read the bytes given: as an RFC 822 message, as plain text without a header block
@@ -49,7 +49,7 @@ class Analysed:
     ids: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ids", {token: token_id(token) for token in self.tokens})
+        object.__setattr__(self, "ids", token_ids(self.tokens))
 
     def bag(self) -> dict[int, int]:
         """Token id -> occurrences in this message."""

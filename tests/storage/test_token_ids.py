@@ -12,7 +12,7 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.token_ids import token_id
+from app.domain.token_ids import token_id, token_ids
 from app.storage import dialect
 from app.storage.tables import token_count
 
@@ -41,6 +41,14 @@ def test_signed_64_bit_and_equal_to_the_reference(text: str) -> None:
     value = token_id(text)
     assert -(2**63) <= value < 2**63
     assert value == reference_id(text)
+
+
+@given(st.lists(st.text(max_size=20) | st.sampled_from(["caf\udcc3", "\udcff", "é"]), max_size=30))
+def test_a_message_s_ids_are_each_token_s_id_in_order(texts: list[str]) -> None:
+    """``token_ids``, one loop over a message's tokens, gives what ``token_id`` gives each."""
+    ids = token_ids(texts)
+    assert list(ids.items()) == [(text, token_id(text)) for text in dict.fromkeys(texts)]
+    assert token_ids(KNOWN) == KNOWN
 
 
 def test_ids_do_not_depend_on_the_process_hash_seed() -> None:
