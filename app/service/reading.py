@@ -68,10 +68,22 @@ class Reader:
         )
 
 
+# Space, the C0 controls and DEL, which a Message-ID loses (as it loses every non-ASCII
+# character).
+_UNPRINTED = dict.fromkeys([*range(33), 127])
+
+
 def _printable(text: str) -> str:
+    """``text``'s printable ASCII characters but space."""
+    # why: most values are ASCII, where one translate does what a generator a character
+    # does (docs/benchmarks.md, "Measurements behind the design").
+    if text.isascii():
+        return text.translate(_UNPRINTED)
     return "".join(c for c in text if " " < c < "\x7f")
 
 
 def _shown(text: str) -> str | None:
     """A header value fit for a history line: control characters become spaces."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or None
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(text.split()) or None
