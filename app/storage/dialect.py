@@ -27,6 +27,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnClause
 
+from app.storage import driver
+
 
 def _insert_function(dialect_name: str) -> Any:
     """The dialect's ``insert`` (with ON CONFLICT). Each dialect module is imported on first
@@ -270,7 +272,10 @@ def counts_by_scopes(
 
 def _driver_rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Sequence[Any]]:
     """Every row of ``sql`` as the driver's own tuples, fetched at once: SQLAlchemy's Row
-    objects cost as much again as a small query."""
+    objects cost as much again as a small query. On SQLite, on the driver's cursor
+    (``driver.rows``)."""
+    if driver.runs_on_driver(conn):
+        return driver.rows(conn, sql, params)
     result = conn.exec_driver_sql(sql, params)
     try:
         return list(result.cursor.fetchall())

@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from app.errors import ConfigurationError, StorageUnavailable
+from app.storage import driver
 
 EXPECTED = "sqlite:///PATH or postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE"
 # The drivers the storage layer is written and tested for (dialect.py knows these two).
@@ -117,7 +118,7 @@ def _sqlite_engine(parsed: URL, busy_timeout_ms: int) -> Engine:
         if conn.get_execution_options().get("spamfilter_write", True):
             begin_immediate(conn, busy_timeout_ms / 1000)
         else:
-            conn.exec_driver_sql("BEGIN")
+            driver.rows(conn, "BEGIN")
 
     return engine
 
