@@ -152,7 +152,7 @@ class Workload:
         return [tokenizer.tokenize(parsed, self.options) for parsed in self.parsed]
 
     def ids_all(self, token_ids: Any) -> list[list[int]]:
-        return [[token_ids.token_id(token) for token in tokens] for tokens in self.tokens]
+        return [list(token_ids.token_ids(tokens).values()) for tokens in self.tokens]
 
     def score_all(self, naive_bayes: Any) -> list[Any]:
         """multinomial with the default model settings' options (top 150 per kind, length
