@@ -148,19 +148,32 @@ def multinomial(
     (see ``junk_spread``).
     """
     labels = list(totals)
+    if top is not None and len(labels) == 2:
+        # why: the default model; one pass, not three, and the sum unrolled took its score
+        # from 0.247 to 0.166 ms a message (docs/benchmarks.md, "Measurements behind the
+        # design").
+        first, second = labels
+        pairs = [
+            (e.token, e.in_message, e.counts.get(first, 0), e.counts.get(second, 0))
+            for e in evidence
+        ]
+        scored = pair_multinomial(
+            pairs,
+            totals=totals,
+            vocabulary=vocabulary,
+            alpha=alpha,
+            top=top,
+            group=group,
+            floor=floor,
+            distinct=distinct,
+        )
+        if scored is not None:
+            return scored
     # smoothed_log_prob inlined, its denominator's log taken once per label: the same
     # operations in the same order (so the same floating-point values), a third of the time.
     denominators = [t.tokens + alpha * vocabulary for t in totals.values()]
     logs = [math.log(d) if d > 0 else None for d in denominators]
     log_joint = log_priors({label: t.messages for label, t in totals.items()})
-    if top is not None and len(labels) == 2 and None not in logs:
-        # why: the default model; one pass, not three, and the sum unrolled took its score
-        # from 0.247 to 0.166 ms a message (docs/benchmarks.md, "Measurements behind the
-        # design").
-        chosen = _pair_chosen(
-            evidence, labels=labels, logs=logs, alpha=alpha, top=top, group=group, least=distinct
-        )
-        return _pair_scored(chosen, labels=labels, log_joint=log_joint, top=top, floor=floor)
     chosen = _chosen(
         evidence,
         labels=labels,
@@ -183,6 +196,42 @@ def multinomial(
         for label, value in zip(labels, values, strict=True):
             log_joint[label] += value
     return Scored(log_joint, normalise(log_joint), contributions)
+
+
+# A token of a message scored under two labels: the token, how often it counts in the
+# message, and its learned counts under the first label and under the second (0 for none).
+Pair = tuple[str, int, float, float]
+
+
+def pair_multinomial(
+    pairs: Iterable[Pair],
+    *,
+    totals: Mapping[str, ClassTotals],
+    vocabulary: int,
+    alpha: float,
+    top: int,
+    group: Callable[[str], str] | None = None,
+    floor: int | None = None,
+    distinct: int | None = None,
+) -> Scored | None:
+    """``multinomial`` of the two labels of ``totals`` (in their order) with a ``top``, each
+    token's counts given as a ``Pair``: the same scores, bit for bit, as ``multinomial`` of
+    ``Evidence(token, in_message, {first: p, second: q})``. None when a label's denominator
+    T_c + α·|V| is not positive, which ``multinomial`` scores term by term.
+
+    The default model is scored here in one pass over the tokens; a caller that holds the
+    counts (``scoring.score_counts``) builds no ``Evidence`` or map a token for it."""
+    (first, total_first), (second, total_second) = totals.items()
+    # smoothed_log_prob inlined, its denominator's log taken once per label: the same
+    # operations in the same order as the general path (so the same floating-point values).
+    denominator_first = total_first.tokens + alpha * vocabulary
+    denominator_second = total_second.tokens + alpha * vocabulary
+    if denominator_first <= 0 or denominator_second <= 0:
+        return None
+    logs = (math.log(denominator_first), math.log(denominator_second))
+    log_joint = log_priors({label: t.messages for label, t in totals.items()})
+    chosen = _pair_chosen(pairs, logs=logs, alpha=alpha, top=top, group=group, least=distinct)
+    return _pair_scored(chosen, labels=(first, second), log_joint=log_joint, top=top, floor=floor)
 
 
 def _pair_scored(
@@ -250,17 +299,17 @@ def _chosen(
 
 
 def _pair_chosen(
-    evidence: Iterable[Evidence],
+    pairs: Iterable[Pair],
     *,
-    labels: Sequence[str],
-    logs: Sequence[float | None],
+    logs: Sequence[float],
     alpha: float,
     top: int,
     group: Callable[[str], str] | None,
     least: int | None,
 ) -> list[Chosen]:
-    """``_chosen`` for two labels whose denominators are positive, in one pass over the
-    evidence: the same tokens with the same contributions in the same order, bit for bit.
+    """``_chosen`` for two labels whose denominators are positive (``logs``: their logs), in
+    one pass over the tokens' ``pairs``: the same tokens with the same contributions in the
+    same order, bit for bit.
 
     Each token's group is found once. A token that ``distinct_evidence`` would weigh as a
     repeat waits under its key (group, count in the message, learned counts) until the
@@ -269,15 +318,11 @@ def _pair_chosen(
     groups are then sorted together, the order ``_choose`` takes them in. Rows sort on
     minus the spread, then the token (a message's tokens are distinct), so the order does
     not depend on how the rows were gathered."""
-    first, second = labels
     log_first, log_second = logs
-    assert log_first is not None and log_second is not None
     log, inf = math.log, NEG_INF
     spares: dict[tuple[str, int, float, float], str] = {}
     scored: list[tuple[str, int, float, float, str]] = []
-    for item in evidence:
-        token, n, get = item.token, item.in_message, item.counts.get
-        p, q = get(first, 0), get(second, 0)
+    for token, n, p, q in pairs:
         key = "" if group is None else group(token)
         if least is not None and p + q >= least:
             spare = (key, n, p, q)

@@ -144,6 +144,40 @@ def evidence(
     return found
 
 
+def pair_evidence(
+    counts: Counts,
+    *,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
+    counting: Counting,
+    labels: tuple[str, str],
+) -> list[nb.Pair]:
+    """``evidence`` for a model scored over two ``labels``, each token as a ``nb.Pair``:
+    the token, how often it counts, and its learned counts under the first label and the
+    second (0 for a label it has no count in); the same tokens in the same order."""
+    first, second = labels
+    presence = counting == "presence"
+    found: list[nb.Pair] = []
+    # why: the default model's evidence without a map and a named tuple a token; judging a
+    # message took 14 % fewer instructions (docs/benchmarks.md, "Measurements behind the
+    # design").
+    for tid, per in counts.items():
+        one, other = per.get(first), per.get(second)
+        # A token learned under another label only (a third class, not scored here) is
+        # kept, at 0 under both, as ``evidence`` keeps it.
+        if (
+            (one is None or one.occurrences <= 0)
+            and (other is None or other.occurrences <= 0)
+            and not any(stats.occurrences > 0 for stats in per.values())
+        ):
+            continue
+        p = 0 if one is None else one.messages if presence else one.occurrences
+        q = 0 if other is None else other.messages if presence else other.occurrences
+        name = names[tid]
+        found.append((name, 1 if presence else in_message[name], p, q))
+    return found
+
+
 def class_totals(
     totals: ModelCounts, labels: Iterable[str], counting: Counting
 ) -> dict[str, nb.ClassTotals]:
@@ -216,6 +250,54 @@ def score(
             found, vocabulary_counts=vocabulary_counts, messages=messages, alpha=params.alpha
         )
     return own_multinomial(found, totals=totals, params=params, classes=scored)
+
+
+def score_counts(
+    counts: Counts,
+    *,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
+    totals: ModelCounts,
+    vocabulary_counts: Iterable[Mapping[str, int]],
+    params: ScoringParams,
+    classes: tuple[str, ...] | None = None,
+    lumps: Mapping[str, str] | None = None,
+) -> nb.Scored:
+    """``score`` of the ``evidence`` of ``counts`` (the message's tokens' learned counts in
+    one model; ``names``: token id -> token; ``in_message``: token -> times in the message;
+    ``lumps`` as ``evidence`` takes them), the same scores bit for bit. The default model
+    (multinomial, two classes, a ``top``, no lumps) is scored from the counts in one pass
+    (``pair_evidence``, ``nb.pair_multinomial``)."""
+    scored = params.labels if classes is None else classes
+    counting = counting_of(params)
+    top, multinomial = params.top, params.kind == "multinomial"
+    if lumps is None and multinomial and top is not None and len(scored) == 2:
+        pairs = pair_evidence(
+            counts,
+            names=names,
+            in_message=in_message,
+            counting=counting,
+            labels=(scored[0], scored[1]),
+        )
+        found = nb.pair_multinomial(
+            pairs,
+            totals=class_totals(totals, scored, params.counting),
+            vocabulary=totals.vocabulary,
+            alpha=params.alpha,
+            top=top,
+            group=group_of(params),
+            floor=params.floor,
+            distinct=params.distinct,
+        )
+        if found is not None:
+            return found
+    return score(
+        evidence(counts, names=names, in_message=in_message, counting=counting, lumps=lumps),
+        totals=totals,
+        vocabulary_counts=vocabulary_counts,
+        params=params,
+        classes=scored,
+    )
 
 
 def own_multinomial(

@@ -100,6 +100,30 @@ class Evaluation:
         return shown
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A message's learned counts in the user's model (``mine``) and the site-wide one it
+    falls back on (``theirs``; None without a fallback), by token id, with what makes them
+    evidence: ``names`` (token id -> token), ``in_message`` (token -> times in the message)
+    and ``lumps`` (class -> the side it is lumped into; None: the classes themselves)."""
+
+    mine: StoredCounts
+    theirs: StoredCounts | None
+    names: Mapping[int, str]
+    in_message: Mapping[str, int]
+    lumps: Mapping[str, str] | None = None
+
+    def evidence(self, counts: StoredCounts, params: scoring.ScoringParams) -> list[nb.Evidence]:
+        """``scoring.evidence`` of ``counts``, counted as ``params`` say, lumped as asked."""
+        return scoring.evidence(
+            counts,
+            names=self.names,
+            in_message=self.in_message,
+            counting=scoring.counting_of(params),
+            lumps=self.lumps,
+        )
+
+
 def scoring_params(settings: Settings) -> scoring.ScoringParams:
     """The settings that shape a score, read once (see ``app.domain.scoring``)."""
     model = settings.model
@@ -197,15 +221,11 @@ class Judge:
 
         def found(
             lumps: Mapping[str, str] | None = None, only: Collection[str] | None = None
-        ) -> tuple[list[nb.Evidence], list[nb.Evidence] | None]:
-            """The message's evidence in the user's model and the site-wide one (None
+        ) -> _Found:
+            """The message's counts in the user's model and the site-wide one (None
             without a fallback): lumped by side, or of the tokens ``only``, as asked."""
-            mine, theirs = restricted(own, names, only), None
-            if site_counts is not None:
-                theirs = restricted(site_counts, names, only)
-            return self._evidence(mine, names, analysed.tokens, lumps), (
-                None if theirs is None else self._evidence(theirs, names, analysed.tokens, lumps)
-            )
+            theirs = None if site_counts is None else restricted(site_counts, names, only)
+            return _Found(restricted(own, names, only), theirs, names, analysed.tokens, lumps)
 
         sides, only, side_blended = None, None, False
         if len(self.classes) > 2:
@@ -213,7 +233,7 @@ class Judge:
             # than two classes (docs/classes.md, "What the third class does to the spam
             # verdicts").
             sides, side_blended = self._score(
-                *found(lumps=self.lumps),
+                found(lumps=self.lumps),
                 totals=merge_totals(totals, self.classes, self.junk),
                 site=None if site is None else merge_totals(site, self.classes, self.junk),
                 vocabulary=lambda: merge_vocabulary_counts(
@@ -228,7 +248,7 @@ class Judge:
             # in 1.5x the time of two, not 3.3x (docs/classes.md, "What it costs").
             only = deciding_tokens(sides, self.params)
         scored, blended = self._score(
-            *found(only=only),
+            found(only=only),
             totals=totals,
             site=site,
             vocabulary=lambda: tx.all_message_counts(models.own),
@@ -241,22 +261,9 @@ class Judge:
         judging = judging_counts(own, site_counts, side_blended if sides is not None else blended)
         return Evaluation(scored, learned, names, judging, sides)
 
-    def _evidence(
-        self,
-        counts: StoredCounts,
-        names: Mapping[int, str],
-        in_message: Mapping[str, int],
-        lumps: Mapping[str, str] | None,
-    ) -> list[nb.Evidence]:
-        counting = scoring.counting_of(self.params)
-        return scoring.evidence(
-            counts, names=names, in_message=in_message, counting=counting, lumps=lumps
-        )
-
     def _score(
         self,
-        mine: list[nb.Evidence],
-        theirs: list[nb.Evidence] | None,
+        found: _Found,
         *,
         totals: scoring.ModelCounts,
         site: scoring.ModelCounts | None,
@@ -264,13 +271,13 @@ class Judge:
         params: scoring.ScoringParams,
         classes: tuple[str, ...],
     ) -> tuple[nb.Scored | None, bool]:
-        """One model's scores over ``classes`` from the message's evidence in a user's model
-        (``mine``) blended with the site-wide one's (``theirs``) when given, and whether the
-        blend scored (else the own model alone did); None before it can score."""
-        if theirs is not None and site is not None:
+        """One model's scores over ``classes`` from the message's counts in a user's model
+        (``found.mine``) blended with the site-wide one's (``found.theirs``) when given, and
+        whether the blend scored (else the own model alone did); None before it can score."""
+        if found.theirs is not None and site is not None:
             scored = scoring.score_user(
-                mine,
-                site=theirs,
+                found.evidence(found.mine, params),
+                site=found.evidence(found.theirs, params),
                 own_totals=totals,
                 site_totals=site,
                 params=params,
@@ -281,12 +288,15 @@ class Judge:
         own_classes = scoring.scored_classes(totals, params)
         if own_classes is None:
             return None, False
-        scored = scoring.score(
-            mine,
+        scored = scoring.score_counts(
+            found.mine,
+            names=found.names,
+            in_message=found.in_message,
             totals=totals,
             vocabulary_counts=vocabulary(),
             params=params,
             classes=own_classes,
+            lumps=found.lumps,
         )
         return scored, False
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from app.domain import naive_bayes as nb
@@ -343,3 +345,198 @@ def test_verdicts_need_min_messages_of_every_label_and_at_least_one(
     short = Totals({"ham": LabelTotals(needed - 1), "spam": LabelTotals(needed + 5)}, 3)
     assert scoring.gives_verdicts(enough, params)
     assert not scoring.gives_verdicts(short, params)
+
+
+# ---- score_counts: the same scores from the counts, whichever path ----------------------------
+# A message scored from its tokens' counts gives ``score`` of their ``evidence``, to the last
+# bit, whichever path it takes (the default model's pairs, or evidence for every other model
+# and for a model that cannot take them).
+
+THREE = ("ham", "spam", "news")
+PREFIXES = ("w", "subject:", "url:host:", "from:addr:")
+
+
+# A token's counts under a label: few values, so that repeats (equal counts) are common; a
+# label may be absent, and a count may have messages but no occurrences left.
+stats = st.one_of(
+    st.none(),
+    st.sampled_from([Stats(1, 1), Stats(12, 11), Stats(12, 11), Stats(3, 1), Stats(0, 2)]),
+)
+token_rows = st.lists(
+    st.tuples(st.sampled_from(PREFIXES), st.integers(1, 2), stats, stats, stats), max_size=50
+)
+label_totals = st.builds(
+    LabelTotals,
+    messages=st.integers(0, 40),
+    occurrences=st.sampled_from([0, 7, 400]),
+    token_messages=st.sampled_from([0, 5, 300]),
+)
+params_strategy = st.builds(
+    ScoringParams,
+    labels=st.sampled_from([THREE[:2], THREE[1::-1], THREE]),
+    kind=st.sampled_from(["multinomial", "multinomial", "bernoulli"]),
+    counting=st.sampled_from(["presence", "occurrences"]),
+    alpha=st.sampled_from([1.0, 0.5, 0.01]),
+    top=st.one_of(st.none(), st.integers(0, 12)),
+    per_kind=st.booleans(),
+    floor=st.one_of(st.none(), st.integers(1, 15)),
+    distinct=st.one_of(st.none(), st.integers(1, 20)),
+    fallback_strength=st.just(0.0),
+    min_messages=st.just(0),
+)
+
+
+def counts_of(
+    rows: list[tuple[str, int, Stats | None, Stats | None, Stats | None]],
+) -> tuple[dict[int, dict[str, Stats]], dict[int, str], dict[str, int]]:
+    """The counts (token id -> label -> stats; tokens with no stats left out, as storage
+    leaves them), the names, and each token's times in the message."""
+    counts: dict[int, dict[str, Stats]] = {}
+    names: dict[int, str] = {}
+    in_message: dict[str, int] = {}
+    for tid, (prefix, times, *per_label) in enumerate(rows):
+        token = f"{prefix}t{tid % 5}{tid}"
+        names[tid] = token
+        in_message[token] = times
+        per = {lb: s for lb, s in zip(THREE, per_label, strict=True) if s is not None}
+        if per:
+            counts[tid] = per
+    return counts, names, in_message
+
+
+def assert_same(got: nb.Scored, expected: nb.Scored) -> None:
+    assert list(got.contributions.items()) == list(expected.contributions.items())
+    assert list(got.log_joint.items()) == list(expected.log_joint.items())
+    assert list(got.log_posteriors.items()) == list(expected.log_posteriors.items())
+
+
+@settings(max_examples=400)
+@given(
+    rows=token_rows,
+    params=params_strategy,
+    totals=st.tuples(label_totals, label_totals, label_totals),
+    vocabulary=st.sampled_from([0, 3, 90]),
+    two=st.booleans(),
+    lumped=st.booleans(),
+)
+def test_score_counts_is_score_of_the_evidence_bit_for_bit(
+    rows: list[tuple[str, int, Stats | None, Stats | None, Stats | None]],
+    params: ScoringParams,
+    totals: tuple[LabelTotals, LabelTotals, LabelTotals],
+    vocabulary: int,
+    two: bool,
+    lumped: bool,
+) -> None:
+    """Every model, counting and budget; two of three classes scored (tokens learned only
+    under the third count, at 0, as ``evidence`` keeps them); classes lumped into sides;
+    totals with no tokens and no vocabulary (no pairs then: a denominator is 0)."""
+    counts, names, in_message = counts_of(rows)
+    model = Totals(dict(zip(THREE, totals, strict=True)), vocabulary)
+    classes = params.labels[:2] if two else params.labels
+    lumps = {"ham": "ham", "news": "ham", "spam": "spam"} if lumped else None
+    vocabulary_counts = [{lb: s.messages for lb, s in per.items()} for per in counts.values()]
+    found = scoring.evidence(
+        counts,
+        names=names,
+        in_message=in_message,
+        counting=scoring.counting_of(params),
+        lumps=lumps,
+    )
+
+    def from_counts() -> nb.Scored:
+        return scoring.score_counts(
+            counts,
+            names=names,
+            in_message=in_message,
+            totals=model,
+            vocabulary_counts=vocabulary_counts,
+            params=params,
+            classes=classes,
+            lumps=lumps,
+        )
+
+    try:
+        expected = scoring.score(
+            found,
+            totals=model,
+            vocabulary_counts=vocabulary_counts,
+            params=params,
+            classes=classes,
+        )
+    except (ValueError, ZeroDivisionError) as error:
+        # A model that cannot score (no messages, a zero denominator a token needs) fails
+        # the same way through either path.
+        with pytest.raises(type(error)):
+            from_counts()
+        return
+    assert_same(from_counts(), expected)
+
+
+@given(
+    rows=token_rows,
+    counting=st.sampled_from(["presence", "occurrences"]),
+    labels=st.sampled_from([("ham", "spam"), ("spam", "ham"), ("spam", "news")]),
+)
+def test_pairs_are_the_evidence_of_two_labels(
+    rows: list[tuple[str, int, Stats | None, Stats | None, Stats | None]],
+    counting: scoring.Counting,
+    labels: tuple[str, str],
+) -> None:
+    """The same tokens in the same order, counting as often, with the evidence's counts of
+    the two labels (0 where it has none)."""
+    counts, names, in_message = counts_of(rows)
+    evidence = scoring.evidence(counts, names=names, in_message=in_message, counting=counting)
+    pairs = scoring.pair_evidence(
+        counts, names=names, in_message=in_message, counting=counting, labels=labels
+    )
+    first, second = labels
+    assert pairs == [
+        (e.token, e.in_message, e.counts.get(first, 0), e.counts.get(second, 0)) for e in evidence
+    ]
+
+
+def test_pair_multinomial_declines_a_denominator_that_is_not_positive() -> None:
+    """With no tokens and no vocabulary a label's denominator is 0: ``multinomial`` scores
+    that term by term, so the pairs' path says None."""
+    totals = {"ham": nb.ClassTotals(3, 0), "spam": nb.ClassTotals(2, 40)}
+    pairs: list[nb.Pair] = [("w", 1, 0, 2)]
+    assert nb.pair_multinomial(pairs, totals=totals, vocabulary=0, alpha=1.0, top=5) is None
+    scored = nb.pair_multinomial(pairs, totals=totals, vocabulary=4, alpha=1.0, top=5)
+    assert scored is not None
+    evidence = [nb.Evidence("w", 1, {"ham": 0, "spam": 2})]
+    assert_same(scored, nb.multinomial(evidence, totals=totals, vocabulary=4, alpha=1.0, top=5))
+
+
+def test_the_default_models_pairs_count_a_repeat_once() -> None:
+    """Two header tokens learned together from 11 messages each way count once, as the
+    evidence's path counts them; a rarer pair both count."""
+    params = ScoringParams(
+        labels=("ham", "spam"),
+        kind="multinomial",
+        counting="presence",
+        alpha=1.0,
+        top=25,
+        per_kind=True,
+        floor=10,
+        distinct=10,
+        fallback_strength=0.0,
+        min_messages=0,
+    )
+    together, rare = Stats(12, 11), Stats(1, 1)
+    counts = {
+        0: {"spam": together},
+        1: {"spam": together},
+        2: {"ham": rare},
+        3: {"ham": rare},
+    }
+    names = {0: "from:addr:a", 1: "from:addr:b", 2: "from:addr:c", 3: "from:addr:d"}
+    model = Totals({"ham": LabelTotals(20, 0, 900), "spam": LabelTotals(20, 0, 800)}, 500)
+    got = scoring.score_counts(
+        counts,
+        names=names,
+        in_message=dict.fromkeys(names.values(), 1),
+        totals=model,
+        vocabulary_counts=[],
+        params=params,
+    )
+    assert sorted(got.contributions) == ["from:addr:a", "from:addr:c", "from:addr:d"]
