@@ -61,13 +61,15 @@ class Evaluation:
     message), learned messages per label, and the learned counts of its tokens, one map per
     model that judged (a user's, then the site-wide one). ``sides``: with more than two
     classes, the side-merged model's scores (``app.domain.sides``; labels ham and spam),
-    which give the verdict; None with two classes."""
+    which give the verdict; None with two classes. ``names`` maps the message's token ids
+    to its tokens, ``ids`` its tokens to their ids."""
 
     scored: nb.Scored | None
     learned: dict[str, int]
     names: Mapping[int, str] = field(default_factory=dict)
     counts: tuple[StoredCounts, ...] = ()
     sides: nb.Scored | None = None
+    ids: Mapping[str, int] = field(default_factory=dict)
 
     def novelty(self) -> float:
         """The share of the message's distinct tokens that no model that judged has learned
@@ -87,11 +89,10 @@ class Evaluation:
     def counts_of(self, tokens: Iterable[str]) -> dict[str, dict[str, int]]:
         """Per token, the learned messages holding it in each label, over the models that
         judged."""
-        ids = {name: tid for tid, name in self.names.items()}
         shown: dict[str, dict[str, int]] = {}
         for token in tokens:
             per = dict.fromkeys(self.learned, 0)
-            tid = ids.get(token)
+            tid = self.ids.get(token)
             for counts in self.counts:
                 found = counts.get(tid, {}) if tid is not None else {}
                 for label, stats in found.items():
@@ -259,7 +260,7 @@ class Judge:
             return Evaluation(None, learned)
         # The counts of the models that judged the verdict.
         judging = judging_counts(own, site_counts, side_blended if sides is not None else blended)
-        return Evaluation(scored, learned, names, judging, sides)
+        return Evaluation(scored, learned, names, judging, sides, analysed.ids)
 
     def _score(
         self,
