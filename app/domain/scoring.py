@@ -323,26 +323,32 @@ def own_multinomial(
 
 
 def score_user(
-    mine: list[nb.Evidence],
+    mine: Counts,
     *,
-    site: list[nb.Evidence],
+    site: Counts,
+    names: Mapping[int, str],
+    in_message: Mapping[str, int],
     own_totals: ModelCounts,
     site_totals: ModelCounts,
     params: ScoringParams,
     classes: tuple[str, ...] | None = None,
+    lumps: Mapping[str, str] | None = None,
 ) -> nb.Scored | None:
-    """A user's multinomial score over ``classes`` from the message's ``evidence`` in the
-    user's model (``mine``) and the site-wide one (``site``): the site-wide model as prior
+    """A user's multinomial score over ``classes`` from the learned counts of the message's
+    tokens in the user's model (``mine``) and the site-wide one (``site``; ``names``,
+    ``in_message`` and ``lumps`` as ``evidence`` takes them): the site-wide model as prior
     (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
     where there is no prior to blend (a site-wide class without tokens)."""
     labels = params.labels if classes is None else classes
     prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):
         return None
+    counting = counting_of(params)
+    own = evidence(mine, names=names, in_message=in_message, counting=counting, lumps=lumps)
     blended, blended_totals = fallback.blend(
-        mine,
+        own,
         own_totals=class_totals(own_totals, labels, params.counting),
-        site=site,
+        site=evidence(site, names=names, in_message=in_message, counting=counting, lumps=lumps),
         site_totals=prior,
         site_vocabulary=site_totals.vocabulary,
         alpha=params.alpha,
@@ -363,5 +369,5 @@ def score_user(
     own_classes = scored_classes(own_totals, params)
     if own_classes is None or not gives_verdicts(own_totals, params):
         return scored
-    own_score = own_multinomial(mine, totals=own_totals, params=params, classes=own_classes)
+    own_score = own_multinomial(own, totals=own_totals, params=params, classes=own_classes)
     return overrule(scored, own_score, params.junk)

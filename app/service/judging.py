@@ -114,16 +114,6 @@ class _Found:
     in_message: Mapping[str, int]
     lumps: Mapping[str, str] | None = None
 
-    def evidence(self, counts: StoredCounts, params: scoring.ScoringParams) -> list[nb.Evidence]:
-        """``scoring.evidence`` of ``counts``, counted as ``params`` say, lumped as asked."""
-        return scoring.evidence(
-            counts,
-            names=self.names,
-            in_message=self.in_message,
-            counting=scoring.counting_of(params),
-            lumps=self.lumps,
-        )
-
 
 def scoring_params(settings: Settings) -> scoring.ScoringParams:
     """The settings that shape a score, read once (see ``app.domain.scoring``)."""
@@ -277,12 +267,15 @@ class Judge:
         whether the blend scored (else the own model alone did); None before it can score."""
         if found.theirs is not None and site is not None:
             scored = scoring.score_user(
-                found.evidence(found.mine, params),
-                site=found.evidence(found.theirs, params),
+                found.mine,
+                site=found.theirs,
+                names=found.names,
+                in_message=found.in_message,
                 own_totals=totals,
                 site_totals=site,
                 params=params,
                 classes=classes,
+                lumps=found.lumps,
             )
             if scored is not None:
                 return scored, True

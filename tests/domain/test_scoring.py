@@ -262,17 +262,15 @@ def user_score(
     own: Model, site: Model, message: Sequence[str], params: ScoringParams
 ) -> nb.Scored | None:
     ids = sorted({own.ids[t] for t in message if t in own.ids})
-    in_message = {token: message.count(token) for token in message}
 
-    def found(model: Model) -> list[nb.Evidence]:
-        counts = {tid: model.counts[tid] for tid in ids if tid in model.counts}
-        return scoring.evidence(
-            counts, names=own.names(), in_message=in_message, counting=params.counting
-        )
+    def found(model: Model) -> dict[int, dict[str, Stats]]:
+        return {tid: model.counts[tid] for tid in ids if tid in model.counts}
 
     return scoring.score_user(
         found(own),
         site=found(site),
+        names=own.names(),
+        in_message={token: message.count(token) for token in message},
         own_totals=own.totals,
         site_totals=site.totals,
         params=params,
