@@ -36,14 +36,7 @@ class ScopeIds:
     def find(self, name: str) -> int | None:
         """The id of scope ``name``; None for a scope never written (nothing is created)."""
         scope_id = self._ids.get(name)
-        if scope_id is None:
-            # why: through the driver; a user without a model of their own has this asked on
-            # every classify, and SQLAlchemy's select cost ~10x the query (docs/benchmarks.md,
-            # "Measurements behind the design").
-            rows = dialect.fetch(self._conn, "SELECT id FROM model_scope WHERE name = ?", [name])
-            if rows:
-                scope_id = self._ids[name] = int(rows[0][0])
-        return scope_id
+        return self._read_id(name) if scope_id is None else scope_id
 
     def changed(self, name: str) -> bool:
         """Whether this transaction has changed the model ``name`` (bumped its generation)."""
@@ -53,9 +46,20 @@ class ScopeIds:
         """Lock the row of scope ``name`` (if there is one) until the transaction ends,
         without changing it: its writers wait for this transaction as for a change
         (``changing``). On SQLite a plain read: a writer holds the whole database."""
-        rows = dialect.fetch(self._conn, "SELECT id FROM model_scope WHERE name = ?", [name], True)
-        if rows:
-            self._ids[name] = int(rows[0][0])
+        self._read_id(name, lock=True)
+
+    def _read_id(self, name: str, lock: bool = False) -> int | None:
+        """The id of scope ``name`` read from the database (kept for this transaction), None
+        for a scope never written; with ``lock``, its row locked as ``lock`` says.
+
+        why: through the driver; a user without a model of their own has their scope looked
+        up on every classify, and SQLAlchemy's select cost ~10x the query (docs/benchmarks.md,
+        "Measurements behind the design")."""
+        rows = dialect.fetch(self._conn, "SELECT id FROM model_scope WHERE name = ?", [name], lock)
+        if not rows:
+            return None
+        scope_id = self._ids[name] = int(rows[0][0])
+        return scope_id
 
     def bumped_to(self, name: str) -> int | None:
         """The generation this transaction's change gave the model ``name`` (None when it
