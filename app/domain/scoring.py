@@ -270,8 +270,8 @@ def score_counts(
     (``pair_evidence``, ``nb.pair_multinomial``)."""
     scored = params.labels if classes is None else classes
     counting = counting_of(params)
-    top, multinomial = params.top, params.kind == "multinomial"
-    if lumps is None and multinomial and top is not None and len(scored) == 2:
+    top = params.top
+    if lumps is None and params.kind == "multinomial" and top is not None and len(scored) == 2:
         pairs = pair_evidence(
             counts,
             names=names,
