@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from app.domain.naive_bayes import ClassTotals, Evidence, distinct_evidence
+from app.domain.naive_bayes import ClassTotals, Evidence, Pair, distinct_evidence
 
 
 def blend(
@@ -48,26 +48,81 @@ def blend(
     so a user who has learned nothing keeps the same tokens as the site-wide model.
     Returns pseudo-counts to score with ``multinomial(..., alpha=0)``.
     """
+    mass, spread = _prior(site_totals, site_vocabulary, alpha=alpha, strength=strength)
+    if len(site_totals) == 2:
+        a, b = site_totals
+        pairs = _combine_pair(
+            [(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in own],
+            [(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in site],
+            mass=mass,
+            spread=spread,
+            alpha=alpha,
+            distinct=distinct,
+            group=group,
+        )
+        evidence = [Evidence(token, n, {a: p, b: q}) for token, n, p, q in pairs]
+    else:
+        evidence = _combine(
+            own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
+        )
+    return evidence, _totals(own_totals, site_totals, mass=mass, strength=strength)
+
+
+def blend_pairs(
+    own: Sequence[Pair],
+    *,
+    own_totals: Mapping[str, ClassTotals],
+    site: Sequence[Pair],
+    site_totals: Mapping[str, ClassTotals],
+    site_vocabulary: int,
+    alpha: float,
+    strength: float,
+    distinct: int | None = None,
+    group: Callable[[str], str] | None = None,
+) -> tuple[list[Pair], dict[str, ClassTotals]]:
+    """``blend`` of the two labels of ``site_totals`` (in its order), each model's tokens
+    and the blend's given as ``naive_bayes.Pair``s (the token, its count in the message, its
+    counts under the two labels): the same pseudo-counts bit for bit, for
+    ``pair_multinomial(..., alpha=0)``, without an ``Evidence`` and a map a token."""
+    if len(site_totals) != 2:
+        raise ValueError("pairs blend two labels")
+    mass, spread = _prior(site_totals, site_vocabulary, alpha=alpha, strength=strength)
+    pairs = _combine_pair(
+        own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
+    )
+    return pairs, _totals(own_totals, site_totals, mass=mass, strength=strength)
+
+
+def _prior(
+    site_totals: Mapping[str, ClassTotals], site_vocabulary: int, *, alpha: float, strength: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per label, the prior's confidence m_c and the denominator of its estimate p_c(w)."""
     if alpha <= 0:
         raise ValueError("the site-wide prior needs alpha > 0")
     if any(t.messages <= 0 or t.tokens <= 0 for t in site_totals.values()):
         raise ValueError("the site-wide prior needs a message with tokens in every label")
     mass = {label: strength * t.tokens / t.messages for label, t in site_totals.items()}
     spread = {label: t.tokens + alpha * site_vocabulary for label, t in site_totals.items()}
-    combine = _combine_pair if len(site_totals) == 2 else _combine
-    evidence = combine(
-        own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
-    )
+    return mass, spread
+
+
+def _totals(
+    own_totals: Mapping[str, ClassTotals],
+    site_totals: Mapping[str, ClassTotals],
+    *,
+    mass: Mapping[str, float],
+    strength: float,
+) -> dict[str, ClassTotals]:
+    """The blend's totals: the user's messages and tokens plus the prior's."""
     nothing = ClassTotals(0, 0)
     site_messages = sum(t.messages for t in site_totals.values())
-    totals = {
+    return {
         label: ClassTotals(
             own_totals.get(label, nothing).messages + strength * t.messages / site_messages,
             own_totals.get(label, nothing).tokens + mass[label],
         )
         for label, t in site_totals.items()
     }
-    return evidence, totals
 
 
 def _combine(
@@ -112,52 +167,47 @@ def _combine(
 
 
 def _combine_pair(
-    own: Sequence[Evidence],
-    site: Sequence[Evidence],
+    own: Sequence[Pair],
+    site: Sequence[Pair],
     *,
     mass: Mapping[str, float],
     spread: Mapping[str, float],
     alpha: float,
     distinct: int | None,
     group: Callable[[str], str] | None,
-) -> list[Evidence]:
-    """``_combine`` for two labels, unrolled: the same operations in the same order, so the
-    same values bit for bit, without a dict of summed counts per token (a user's classify
-    blends every token of the message). A model without the token counts 0.0 here, 0 there:
-    the same sums for every count below 2**53, as every count a model learns is."""
-    (a, mass_a), (b, mass_b) = mass.items()
-    spread_a, spread_b = spread[a], spread[b]
-    # Each token once, the user's first: its count in the message, then both models' counts.
-    site_by_token = {item.token: item for item in site}
-    own_by_token = {item.token: item for item in own}
+) -> list[Pair]:
+    """``_combine`` for two labels (those of ``mass``, in its order), unrolled over pairs:
+    the same operations in the same order, so the same values bit for bit, without a dict
+    of summed counts per token (a user's classify blends every token of the message). A
+    model without the token counts 0.0 here, 0 there: the same sums for every count below
+    2**53, as every count a model learns is."""
+    (mass_a, mass_b), (spread_a, spread_b) = mass.values(), spread.values()
+    # Each token once, the user's first: its count in the message, then both models' counts
+    # (a token given twice keeps its place and takes its last counts, as ``_combine`` does).
     rows: dict[str, tuple[int, float, float, float, float]] = {}
-    for item in (*own, *site):
-        token = item.token
-        if token in rows:
-            continue
-        mine = own_by_token.get(token)
-        theirs = site_by_token.get(token)
-        if mine is None:
-            mine_a = mine_b = 0.0
+    for token, n, mine_a, mine_b in own:
+        rows[token] = (n, mine_a, mine_b, 0.0, 0.0)
+    for token, n, theirs_a, theirs_b in site:
+        row = rows.get(token)
+        if row is None:
+            rows[token] = (n, 0.0, 0.0, theirs_a, theirs_b)
         else:
-            mine_a, mine_b = mine.counts.get(a, 0), mine.counts.get(b, 0)
-        if theirs is None:
-            theirs_a = theirs_b = 0.0
-        else:
-            theirs_a, theirs_b = theirs.counts.get(a, 0), theirs.counts.get(b, 0)
-        rows[token] = (item.in_message, mine_a, mine_b, theirs_a, theirs_b)
+            rows[token] = (row[0], row[1], row[2], theirs_a, theirs_b)
     tokens: Iterable[str] = rows
     if distinct is not None:
         tokens = _distinct_pair(rows, distinct, group=group)
-    evidence = []
+    pairs: list[Pair] = []
     for token in tokens:
         n, mine_a, mine_b, theirs_a, theirs_b = rows[token]
-        counts = {
-            a: mine_a + mass_a * ((theirs_a + alpha) / spread_a),
-            b: mine_b + mass_b * ((theirs_b + alpha) / spread_b),
-        }
-        evidence.append(Evidence(token, n, counts))
-    return evidence
+        pairs.append(
+            (
+                token,
+                n,
+                mine_a + mass_a * ((theirs_a + alpha) / spread_a),
+                mine_b + mass_b * ((theirs_b + alpha) / spread_b),
+            )
+        )
+    return pairs
 
 
 def _distinct_pair(

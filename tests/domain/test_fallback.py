@@ -176,17 +176,24 @@ def blend_inputs(draw: st.DrawFn) -> tuple[list[nb.Evidence], dict[str, object]]
     }
 
 
+def as_pairs(evidence: Sequence[nb.Evidence], labels: Sequence[str]) -> list[nb.Pair]:
+    a, b = labels
+    return [(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in evidence]
+
+
 @settings(max_examples=300)
 @given(blend_inputs())
 def test_two_labels_combine_as_every_label_does_bit_for_bit(
     drawn: tuple[list[nb.Evidence], dict[str, object]],
 ) -> None:
-    """The unrolled two-label blend gives the term-by-term blend's tokens, in its order,
-    and its pseudo-counts to the last bit. (The two are called, not ``blend``: a compiled
-    module calls its own functions directly, whatever its attributes are set to.)"""
+    """The unrolled two-label blend of pairs gives the term-by-term blend's tokens, in its
+    order, and its pseudo-counts to the last bit; so do ``blend`` of two labels and
+    ``blend_pairs``, with the same totals. (The two combines are called, not ``blend``: a
+    compiled module calls its own functions directly, whatever its attributes are set to.)"""
     own, drawn_kwargs = drawn
     kwargs: dict[str, Any] = dict(drawn_kwargs)
     site_totals: dict[str, nb.ClassTotals] = kwargs["site_totals"]
+    labels = list(site_totals)
     alpha, vocabulary, strength = kwargs["alpha"], kwargs["site_vocabulary"], kwargs["strength"]
     prior = {
         "mass": {label: strength * t.tokens / t.messages for label, t in site_totals.items()},
@@ -195,10 +202,22 @@ def test_two_labels_combine_as_every_label_does_bit_for_bit(
         "distinct": kwargs["distinct"],
         "group": kwargs["group"],
     }
-    unrolled = fallback._combine_pair(own, kwargs["site"], **prior)
+    own_pairs, site_pairs = as_pairs(own, labels), as_pairs(kwargs["site"], labels)
+    unrolled = fallback._combine_pair(own_pairs, site_pairs, **prior)
     general = fallback._combine(own, kwargs["site"], **prior)
-    assert [(e.token, e.in_message) for e in unrolled] == [(e.token, e.in_message) for e in general]
-    assert [{k: v.hex() for k, v in e.counts.items()} for e in unrolled] == [
-        {k: float(v).hex() for k, v in e.counts.items()} for e in general
+    assert [(token, n) for token, n, _, _ in unrolled] == [(e.token, e.in_message) for e in general]
+    assert [(p.hex(), q.hex()) for _, _, p, q in unrolled] == [
+        tuple(float(e.counts[label]).hex() for label in labels) for e in general
     ]
-    assert blend(own, **kwargs)[0] == unrolled
+    blended, totals = blend(own, **kwargs)
+    assert as_pairs(blended, labels) == unrolled
+    pairs_kwargs = {**kwargs, "site": site_pairs}
+    assert fallback.blend_pairs(own_pairs, **pairs_kwargs) == (unrolled, totals)
+
+
+def test_pairs_blend_two_labels_only() -> None:
+    three = {**SITE_TOTALS, "news": nb.ClassTotals(5, 50)}
+    with pytest.raises(ValueError, match="two labels"):
+        fallback.blend_pairs(
+            [], own_totals={}, site=[], site_totals=three, site_vocabulary=9, alpha=1.0, strength=5
+        )
