@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from app.domain import fallback
 from app.domain import naive_bayes as nb
@@ -338,18 +338,124 @@ def score_user(
     tokens in the user's model (``mine``) and the site-wide one (``site``; ``names``,
     ``in_message`` and ``lumps`` as ``evidence`` takes them): the site-wide model as prior
     (``fallback.blend``), overruled by the user's own model where ``overrule`` says; None
-    where there is no prior to blend (a site-wide class without tokens)."""
+    where there is no prior to blend (a site-wide class without tokens). The default model
+    (two classes, a ``top``, no lumps) is blended and scored from the counts as pairs
+    (``pair_evidence``, ``fallback.blend_pairs``), the same scores bit for bit."""
     labels = params.labels if classes is None else classes
     prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):
         return None
+    own_classes = scored_classes(own_totals, params)
+    if not gives_verdicts(own_totals, params):
+        own_classes = None
+    found = _Blend(mine, site, names, in_message, labels, prior, own_classes)
+    if lumps is None and params.top is not None and len(labels) == 2:
+        scored = _user_pairs(found, own_totals=own_totals, site_totals=site_totals, params=params)
+        if scored is not None:
+            return scored
+    return _user_evidence(
+        found, own_totals=own_totals, site_totals=site_totals, params=params, lumps=lumps
+    )
+
+
+class _Blend(NamedTuple):
+    """What a user's score reads: both models' counts of the message's tokens, the names
+    and tallies, the classes scored, the prior's totals over them, and the classes the
+    user's own model scores (None while it gives no verdicts)."""
+
+    mine: Counts
+    site: Counts
+    names: Mapping[int, str]
+    in_message: Mapping[str, int]
+    labels: tuple[str, ...]
+    prior: dict[str, nb.ClassTotals]
+    own_classes: tuple[str, ...] | None
+
+
+def _user_pairs(
+    found: _Blend, *, own_totals: ModelCounts, site_totals: ModelCounts, params: ScoringParams
+) -> nb.Scored | None:
+    """``_user_evidence`` of two classes with a ``top`` and no lumps, from pairs: the same
+    score bit for bit, or None where a denominator is not positive (``pair_multinomial``)."""
+    first, second = found.labels
     counting = counting_of(params)
-    own = evidence(mine, names=names, in_message=in_message, counting=counting, lumps=lumps)
+
+    def pairs(counts: Counts) -> list[nb.Pair]:
+        return pair_evidence(
+            counts,
+            names=found.names,
+            in_message=found.in_message,
+            counting=counting,
+            labels=(first, second),
+        )
+
+    top, group = params.top, group_of(params)
+    assert top is not None
+    own = pairs(found.mine)
+    blended, blended_totals = fallback.blend_pairs(
+        own,
+        own_totals=class_totals(own_totals, found.labels, params.counting),
+        site=pairs(found.site),
+        site_totals=found.prior,
+        site_vocabulary=site_totals.vocabulary,
+        alpha=params.alpha,
+        strength=params.fallback_strength,
+        distinct=params.distinct,
+        group=group,
+    )
+    scored = nb.pair_multinomial(
+        blended,
+        totals=blended_totals,
+        vocabulary=0,
+        alpha=0.0,
+        top=top,
+        group=group,
+        floor=params.floor,
+    )
+    if scored is None or found.own_classes is None:
+        return scored
+    if found.own_classes != found.labels:
+        return None
+    own_score = nb.pair_multinomial(
+        own,
+        totals=class_totals(own_totals, found.labels, params.counting),
+        vocabulary=own_totals.vocabulary,
+        alpha=params.alpha,
+        top=top,
+        group=group,
+        floor=params.floor,
+        distinct=params.distinct,
+    )
+    return None if own_score is None else overrule(scored, own_score, params.junk)
+
+
+def _user_evidence(
+    found: _Blend,
+    *,
+    own_totals: ModelCounts,
+    site_totals: ModelCounts,
+    params: ScoringParams,
+    lumps: Mapping[str, str] | None,
+) -> nb.Scored:
+    """``score_user`` term by term, through each model's ``evidence``: any classes, lumps
+    and budget."""
+    counting = counting_of(params)
+
+    def evidence_of(counts: Counts) -> list[nb.Evidence]:
+        return evidence(
+            counts,
+            names=found.names,
+            in_message=found.in_message,
+            counting=counting,
+            lumps=lumps,
+        )
+
+    own = evidence_of(found.mine)
     blended, blended_totals = fallback.blend(
         own,
-        own_totals=class_totals(own_totals, labels, params.counting),
-        site=evidence(site, names=names, in_message=in_message, counting=counting, lumps=lumps),
-        site_totals=prior,
+        own_totals=class_totals(own_totals, found.labels, params.counting),
+        site=evidence_of(found.site),
+        site_totals=found.prior,
         site_vocabulary=site_totals.vocabulary,
         alpha=params.alpha,
         strength=params.fallback_strength,
@@ -366,8 +472,7 @@ def score_user(
         floor=params.floor,
         junk=params.junk,
     )
-    own_classes = scored_classes(own_totals, params)
-    if own_classes is None or not gives_verdicts(own_totals, params):
+    if found.own_classes is None:
         return scored
-    own_score = own_multinomial(own, totals=own_totals, params=params, classes=own_classes)
+    own_score = own_multinomial(own, totals=own_totals, params=params, classes=found.own_classes)
     return overrule(scored, own_score, params.junk)

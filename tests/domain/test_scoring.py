@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
+from app.domain import fallback, scoring
 from app.domain import naive_bayes as nb
-from app.domain import scoring
 from app.domain.scoring import Counting, Kind, ScoringParams
 
 log = math.log
@@ -505,21 +506,26 @@ def test_pair_multinomial_declines_a_denominator_that_is_not_positive() -> None:
     assert_same(scored, nb.multinomial(evidence, totals=totals, vocabulary=4, alpha=1.0, top=5))
 
 
+# The default model's rules for header tokens: a budget per kind, a length floor, repeats
+# from 10 messages counted once.
+HEADER_RULES = ScoringParams(
+    labels=("ham", "spam"),
+    kind="multinomial",
+    counting="presence",
+    alpha=1.0,
+    top=25,
+    per_kind=True,
+    floor=10,
+    distinct=10,
+    fallback_strength=0.0,
+    min_messages=0,
+)
+
+
 def test_the_default_models_pairs_count_a_repeat_once() -> None:
     """Two header tokens learned together from 11 messages each way count once, as the
     evidence's path counts them; a rarer pair both count."""
-    params = ScoringParams(
-        labels=("ham", "spam"),
-        kind="multinomial",
-        counting="presence",
-        alpha=1.0,
-        top=25,
-        per_kind=True,
-        floor=10,
-        distinct=10,
-        fallback_strength=0.0,
-        min_messages=0,
-    )
+    params = HEADER_RULES
     together, rare = Stats(12, 11), Stats(1, 1)
     counts = {
         0: {"spam": together},
@@ -538,3 +544,178 @@ def test_the_default_models_pairs_count_a_repeat_once() -> None:
         params=params,
     )
     assert sorted(got.contributions) == ["from:addr:a", "from:addr:c", "from:addr:d"]
+
+
+# ---- score_user: a user's score from pairs is the blend of the evidence -----------------------
+# A user's score is the blend of both models' evidence (``fallback.blend``) scored term by term,
+# overruled by the user's own model where it gives verdicts; the default model takes pairs
+# through the blend, and must give that score to the last bit.
+
+ByTid = dict[int, dict[str, Stats]]
+user_rows = st.lists(
+    st.tuples(
+        st.sampled_from(PREFIXES),
+        st.integers(1, 2),
+        st.tuples(stats, stats, stats),
+        st.tuples(stats, stats, stats),
+    ),
+    max_size=40,
+)
+
+
+def user_counts_of(
+    rows: list[tuple[str, int, tuple[Stats | None, ...], tuple[Stats | None, ...]]],
+) -> tuple[ByTid, ByTid, dict[int, str], dict[str, int]]:
+    """The user's counts and the site-wide counts of one message's tokens (a token either
+    model never learned left out of its counts), the names and each token's times."""
+    mine: dict[int, dict[str, Stats]] = {}
+    site: dict[int, dict[str, Stats]] = {}
+    names: dict[int, str] = {}
+    in_message: dict[str, int] = {}
+    for tid, (prefix, times, own_stats, site_stats) in enumerate(rows):
+        token = f"{prefix}t{tid % 5}{tid}"
+        names[tid] = token
+        in_message[token] = times
+        for counts, per_label in ((mine, own_stats), (site, site_stats)):
+            per = {lb: s for lb, s in zip(THREE, per_label, strict=True) if s is not None}
+            if per:
+                counts[tid] = per
+    return mine, site, names, in_message
+
+
+def blended_by_evidence(
+    mine: dict[int, dict[str, Stats]],
+    site: dict[int, dict[str, Stats]],
+    *,
+    names: dict[int, str],
+    in_message: dict[str, int],
+    own_totals: Totals,
+    site_totals: Totals,
+    params: ScoringParams,
+    classes: tuple[str, ...],
+    lumps: dict[str, str] | None,
+) -> nb.Scored | None:
+    """A user's score as the module defines it, term by term from each model's evidence."""
+    prior = scoring.class_totals(site_totals, classes, params.counting)
+    if not all(t.tokens > 0 for t in prior.values()):
+        return None
+    counting = scoring.counting_of(params)
+    own = scoring.evidence(mine, names=names, in_message=in_message, counting=counting, lumps=lumps)
+    blended, blended_totals = fallback.blend(
+        own,
+        own_totals=scoring.class_totals(own_totals, classes, params.counting),
+        site=scoring.evidence(
+            site, names=names, in_message=in_message, counting=counting, lumps=lumps
+        ),
+        site_totals=prior,
+        site_vocabulary=site_totals.vocabulary,
+        alpha=params.alpha,
+        strength=params.fallback_strength,
+        distinct=params.distinct,
+        group=scoring.group_of(params),
+    )
+    scored = nb.multinomial(
+        blended,
+        totals=blended_totals,
+        vocabulary=0,
+        alpha=0.0,
+        top=params.top,
+        group=scoring.group_of(params),
+        floor=params.floor,
+        junk=params.junk,
+    )
+    own_classes = scoring.scored_classes(own_totals, params)
+    if own_classes is None or not scoring.gives_verdicts(own_totals, params):
+        return scored
+    alone = scoring.own_multinomial(own, totals=own_totals, params=params, classes=own_classes)
+    return scoring.overrule(scored, alone, params.junk)
+
+
+@settings(max_examples=400)
+@given(
+    rows=user_rows,
+    params=params_strategy.map(lambda p: replace(p, kind="multinomial")),
+    strength=st.sampled_from([0.5, 5.0, 50.0]),
+    least=st.integers(0, 3),
+    own=st.tuples(label_totals, label_totals, label_totals),
+    site=st.tuples(label_totals, label_totals, label_totals),
+    vocabulary=st.sampled_from([(0, 0), (3, 90), (90, 3)]),
+    two=st.booleans(),
+    lumped=st.booleans(),
+)
+def test_a_users_score_is_the_blend_of_the_evidence_bit_for_bit(
+    rows: list[tuple[str, int, tuple[Stats | None, ...], tuple[Stats | None, ...]]],
+    params: ScoringParams,
+    strength: float,
+    least: int,
+    own: tuple[LabelTotals, LabelTotals, LabelTotals],
+    site: tuple[LabelTotals, LabelTotals, LabelTotals],
+    vocabulary: tuple[int, int],
+    two: bool,
+    lumped: bool,
+) -> None:
+    """Every counting and budget, with and without a floor or a repeat rule; two or three
+    classes, two of three scored (the user's own model may score all three), lumps; an own
+    model that gives verdicts or not, or has learned nothing; a site-wide class without
+    tokens (no prior)."""
+    params = replace(params, fallback_strength=strength, min_messages=least)
+    mine, theirs, names, in_message = user_counts_of(rows)
+    own_totals = Totals(dict(zip(THREE, own, strict=True)), vocabulary[0])
+    site_totals = Totals(dict(zip(THREE, site, strict=True)), vocabulary[1])
+    classes = params.labels[:2] if two else params.labels
+    lumps = {"ham": "ham", "news": "ham", "spam": "spam"} if lumped else None
+    common: dict[str, Any] = {
+        "names": names,
+        "in_message": in_message,
+        "own_totals": own_totals,
+        "site_totals": site_totals,
+        "params": params,
+        "classes": classes,
+        "lumps": lumps,
+    }
+    try:
+        expected = blended_by_evidence(mine, theirs, **common)
+    except (ValueError, ZeroDivisionError) as error:
+        with pytest.raises(type(error)):
+            scoring.score_user(mine, site=theirs, **common)
+        return
+    got = scoring.score_user(mine, site=theirs, **common)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert_same(got, expected)
+
+
+def test_a_user_whose_model_overrules_counts_its_repeats_once() -> None:
+    """The user's own model, served where it overrules the blend, leaves out a repeat as
+    its score alone does: two header tokens the user learned together from 11 ham count
+    once, and the rarer ones each count."""
+    params = replace(HEADER_RULES, fallback_strength=5.0, min_messages=3)
+    together, rare = Stats(12, 11), Stats(1, 1)
+    mine = {0: {"ham": together}, 1: {"ham": together}, 2: {"ham": rare}, 3: {"ham": rare}}
+    site = {tid: {"spam": Stats(30, 30)} for tid in mine}
+    names = {0: "from:addr:a", 1: "from:addr:b", 2: "from:addr:c", 3: "from:addr:d"}
+    in_message = dict.fromkeys(names.values(), 1)
+    own_totals = Totals({"ham": LabelTotals(20, 0, 900), "spam": LabelTotals(20, 0, 800)}, 500)
+    site_totals = Totals({"ham": LabelTotals(90, 0, 9000), "spam": LabelTotals(90, 0, 8000)}, 900)
+    served = scoring.score_user(
+        mine,
+        site=site,
+        names=names,
+        in_message=in_message,
+        own_totals=own_totals,
+        site_totals=site_totals,
+        params=params,
+    )
+    alone = scoring.score_counts(
+        mine,
+        names=names,
+        in_message=in_message,
+        totals=own_totals,
+        vocabulary_counts=[],
+        params=params,
+    )
+    assert served is not None
+    assert_same(served, alone)
+    assert sorted(served.contributions) == ["from:addr:a", "from:addr:c", "from:addr:d"]
