@@ -391,10 +391,10 @@ def _user_pairs(
 
     top, group = params.top, group_of(params)
     assert top is not None
-    own = pairs(found.mine)
+    own, own_labels = pairs(found.mine), class_totals(own_totals, found.labels, params.counting)
     blended, blended_totals = fallback.blend_pairs(
         own,
-        own_totals=class_totals(own_totals, found.labels, params.counting),
+        own_totals=own_labels,
         site=pairs(found.site),
         site_totals=found.prior,
         site_vocabulary=site_totals.vocabulary,
@@ -418,7 +418,7 @@ def _user_pairs(
         return None
     own_score = nb.pair_multinomial(
         own,
-        totals=class_totals(own_totals, found.labels, params.counting),
+        totals=own_labels,
         vocabulary=own_totals.vocabulary,
         alpha=params.alpha,
         top=top,
