@@ -183,7 +183,8 @@ def _combine_pair(
     2**53, as every count a model learns is."""
     (mass_a, mass_b), (spread_a, spread_b) = mass.values(), spread.values()
     # Each token once, the user's first: its count in the message, then both models' counts
-    # (a token given twice keeps its place and takes its last counts, as ``_combine`` does).
+    # (a token given twice keeps its first place and takes its last counts, as ``_combine``
+    # does; its count in the message is the same each time).
     rows: dict[str, tuple[int, float, float, float, float]] = {}
     for token, n, mine_a, mine_b in own:
         rows[token] = (n, mine_a, mine_b, 0.0, 0.0)

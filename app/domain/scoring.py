@@ -349,8 +349,11 @@ def score_user(
     if not gives_verdicts(own_totals, params):
         own_classes = None
     found = _Blend(mine, site, names, in_message, labels, prior, own_classes)
-    if lumps is None and params.top is not None and len(labels) == 2:
-        scored = _user_pairs(found, own_totals=own_totals, site_totals=site_totals, params=params)
+    top = params.top
+    if lumps is None and top is not None and len(labels) == 2:
+        scored = _user_pairs(
+            found, top=top, own_totals=own_totals, site_totals=site_totals, params=params
+        )
         if scored is not None:
             return scored
     return _user_evidence(
@@ -373,10 +376,16 @@ class _Blend(NamedTuple):
 
 
 def _user_pairs(
-    found: _Blend, *, own_totals: ModelCounts, site_totals: ModelCounts, params: ScoringParams
+    found: _Blend,
+    *,
+    top: int,
+    own_totals: ModelCounts,
+    site_totals: ModelCounts,
+    params: ScoringParams,
 ) -> nb.Scored | None:
-    """``_user_evidence`` of two classes with a ``top`` and no lumps, from pairs: the same
-    score bit for bit, or None where a denominator is not positive (``pair_multinomial``)."""
+    """``_user_evidence`` of two classes with ``params.top`` (``top``) and no lumps, from
+    pairs: the same score bit for bit, or None where a denominator is not positive
+    (``pair_multinomial``) or the user's own model scores other classes."""
     first, second = found.labels
     counting = counting_of(params)
 
@@ -389,8 +398,7 @@ def _user_pairs(
             labels=(first, second),
         )
 
-    top, group = params.top, group_of(params)
-    assert top is not None
+    group = group_of(params)
     own, own_labels = pairs(found.mine), class_totals(own_totals, found.labels, params.counting)
     blended, blended_totals = fallback.blend_pairs(
         own,
