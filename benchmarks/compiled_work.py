@@ -10,8 +10,9 @@ model learned from the first half, each stage being one module's functions:
     message      parse(raw)
     tokenizer    tokenize(parsed)
     token_ids    token_id of every distinct token
-    naive_bayes  multinomial over the message's evidence (the site-wide scoring options)
-    fallback     blend of the same evidence as a user's counts over the site-wide model
+    naive_bayes  pair_multinomial over the message's tokens and their counts (the site-wide
+                 default model's scorer, with its options)
+    fallback     blend_pairs of the same tokens as a user's counts over the site-wide model
     codec        encode_bag then decode_bag of the message's token bag
 """
 
@@ -129,8 +130,11 @@ class Workload:
         self.test = self.tokens[middle:]
         from app.domain.token_ids import token_id
 
-        self.site_evidence = [_evidence(tokens, self.site) for tokens in self.test]
-        self.own_evidence = [_evidence(tokens, self.own) for tokens in self.test]
+        # why: the pairs are what a site-wide and a user's classify of the default model
+        # score and blend (``scoring.pair_evidence``); ``multinomial`` and ``blend`` of
+        # ``Evidence`` only convert to them first.
+        self.site_pairs = [_pairs(tokens, self.site) for tokens in self.test]
+        self.own_pairs = [_pairs(tokens, self.own) for tokens in self.test]
         self.bags = [{token_id(t): n for t, n in tokens.items()} for tokens in self.tokens]
 
     def stages(self) -> dict[str, Callable[[Any], object]]:
@@ -155,15 +159,15 @@ class Workload:
         return [list(token_ids.token_ids(tokens).values()) for tokens in self.tokens]
 
     def score_all(self, naive_bayes: Any) -> list[Any]:
-        """multinomial with the default model settings' options (top 150 per kind, length
-        floor, distinct repeats) against the site-wide model."""
+        """pair_multinomial with the default model settings' options (top 150 per kind,
+        length floor, distinct repeats) against the site-wide model."""
         from app.domain.tokenizer import token_kind
 
         totals = _totals(self.site)
         vocabulary = len(self.site.counts)
         return [
-            naive_bayes.multinomial(
-                evidence,
+            naive_bayes.pair_multinomial(
+                pairs,
                 totals=totals,
                 vocabulary=vocabulary,
                 alpha=1.0,
@@ -172,19 +176,20 @@ class Workload:
                 floor=30,
                 distinct=3,
             )
-            for evidence in self.site_evidence
+            for pairs in self.site_pairs
         ]
 
     def blend_all(self, fallback: Any) -> list[tuple[list[Any], dict[str, Any]]]:
-        """blend of a user's counts over the site-wide model: evidence and totals to score."""
+        """blend_pairs of a user's counts over the site-wide model: pairs and totals to
+        score."""
         from app.domain.tokenizer import token_kind
 
         own_totals, site_totals = _totals(self.own), _totals(self.site)
         vocabulary = len(self.site.counts)
         blended = []
-        for own, site in zip(self.own_evidence, self.site_evidence, strict=True):
+        for own, site in zip(self.own_pairs, self.site_pairs, strict=True):
             blended.append(
-                fallback.blend(
+                fallback.blend_pairs(
                     own=own,
                     own_totals=own_totals,
                     site=site,
@@ -223,31 +228,43 @@ def _totals(model: Model) -> dict[str, Any]:
     }
 
 
-def _evidence(tokens: Counter[str], model: Model) -> list[Any]:
-    from app.domain.naive_bayes import Evidence
-
-    return [Evidence(t, n, model.counts[t]) for t, n in tokens.items() if t in model.counts]
+def _pairs(tokens: Counter[str], model: Model) -> list[tuple[str, int, int, int]]:
+    """The message's tokens the model knows, each with its count in the message and its
+    learned counts under ham and spam (the labels' order of ``_totals``)."""
+    return [
+        (t, n, model.counts[t].get("ham", 0), model.counts[t].get("spam", 0))
+        for t, n in tokens.items()
+        if t in model.counts
+    ]
 
 
 def results(work: Workload) -> dict[str, Any]:
     """Every stage's output as JSON-able data, floats as ``float.hex`` (exact): what the
     compiled and the pure modules must agree on bit for bit."""
-    from app.domain.naive_bayes import multinomial
-
     modules = {name: importlib.import_module(name) for name in work.stages()}
     parsed = work.parse_all(modules["app.domain.message"])
-    blended = [
-        multinomial(evidence, totals=totals, vocabulary=0, alpha=0.0)
-        for evidence, totals in work.blend_all(modules["app.domain.fallback"])
-    ]
     return {
         "digests": [p.digest for p in parsed],
         "parts": [len(p.parts) for p in parsed],
         "tokens": [sorted(t.items()) for t in work.tokenize_all(modules["app.domain.tokenizer"])],
         "ids": work.ids_all(modules["app.domain.token_ids"]),
         "scores": [_scored(s) for s in work.score_all(modules["app.domain.naive_bayes"])],
-        "blended": [_scored(s) for s in blended],
+        "blended": [
+            _blended(pairs, totals)
+            for pairs, totals in work.blend_all(modules["app.domain.fallback"])
+        ],
         "bags": [sorted(bag.items()) for bag in work.codec_all(modules["app.storage.codec"])],
+    }
+
+
+def _blended(pairs: Sequence[tuple[str, int, float, float]], totals: dict[str, Any]) -> Any:
+    """A blend's pseudo-counts and totals, floats as ``float.hex``."""
+    return {
+        "pairs": [(token, n, float(p).hex(), float(q).hex()) for token, n, p, q in pairs],
+        "totals": {
+            label: [float(t.messages).hex(), float(t.tokens).hex()]
+            for label, t in sorted(totals.items())
+        },
     }
 
 
