@@ -130,8 +130,8 @@ def table(doc: dict[str, Any]) -> str:
 STAGE_WORK = {
     "app.domain.message": "parse",
     "app.domain.tokenizer": "tokenize",
-    "app.domain.token_ids": "token_id per token",
-    "app.domain.naive_bayes": "multinomial",
-    "app.domain.fallback": "blend",
+    "app.domain.token_ids": "token_ids",
+    "app.domain.naive_bayes": "pair_multinomial",
+    "app.domain.fallback": "blend_pairs",
     "app.storage.codec": "encode + decode bag",
 }
