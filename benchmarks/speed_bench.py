@@ -100,6 +100,9 @@ class Bulk:
     # many, and how many of their log-odds differed at all from the timed run's.
     checked: int = 0
     differing: int = 0
+    # The classified messages read again (parsed, tokenized, their ids) and not judged: the
+    # part of a classify that is the same whatever the model (None: not measured).
+    read: Batch | None = None
 
 
 def time_learn(

@@ -17,6 +17,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -175,6 +176,10 @@ def _bulk(work: _Work, backend: str) -> Bulk:
             learned = _time_learn(work, service, _reading_ahead(work))
             work.progress(f"{backend}: classifying {len(work.split.test)} messages")
             classified = time_classify(work.split.test, lambda raw: _verdict(service, raw, scores))
+            read = None
+            if backend == "sqlite":
+                work.progress(f"{backend}: reading the same messages alone")
+                read = time_classify(work.split.test, lambda raw: _read(service, raw))
         finally:
             service.close()  # SQLite folds its write-ahead log into the file on the last close
         size = _sqlite_bytes(url) if backend == "sqlite" else scratch_schema.schema_bytes(url)
@@ -182,7 +187,7 @@ def _bulk(work: _Work, backend: str) -> Bulk:
             shutil.copy(_sqlite_path(url), work.folder / "trained.db")
         work.progress(f"{backend}: scoring the same messages again with no cache")
         differing = _plain_differences(work, url, scores)
-        return Bulk(learned, classified, size, len(scores), differing)
+        return Bulk(learned, classified, size, len(scores), differing, read)
 
 
 def _plain_differences(work: _Work, url: str, scores: list[float]) -> int:
@@ -237,6 +242,12 @@ def _reading_ahead(work: _Work) -> Callable[[Path], bytes | Analysed]:
         return path.read_bytes() if analysed is None else analysed
 
     return read
+
+
+def _read(service: SpamFilter, raw: bytes) -> str:
+    """Read a message as a classify does, and judge nothing: the outcome is ``read``."""
+    service.analyse(raw)
+    return "read"
 
 
 def _verdict(service: SpamFilter, raw: bytes, scores: list[float] | None = None) -> str:
@@ -302,13 +313,20 @@ def _processes(work: _Work) -> list[dict[str, Any]]:
     """One message through a new process, spawn to exit: ``--version`` (start-up alone), the
     pipe filter's direct path (``spamfilter filter`` and ``spamfilter-filter``), ``classify
     -``, and the pipe filter asking a running ``serve`` (``SPAMFILTER_FILTER_URL``,
-    the way a mail server's filter step is meant to run per message)."""
+    the way a mail server's filter step is meant to run per message). Beside them, the
+    interpreter importing SQLAlchemy and pydantic-settings and nothing of the project: what
+    a process that judges a message on its own spends before any of its own work."""
     raw = typical(work.split.test).path.read_bytes()
     found = []
     with _database(work, "sqlite", trained=True) as url:
         env = environment(url, work.plan.config)
         for command, argv, ok in (
             ("spamfilter --version", [*program("spamfilter"), "--version"], (0,)),
+            (
+                speed_report.STACK_IMPORTS,
+                [sys.executable, "-c", "import sqlalchemy, pydantic_settings"],
+                (0,),
+            ),
             ("spamfilter filter", [*program("spamfilter"), "filter"], (0, 1, 2)),
             ("spamfilter-filter", program("spamfilter-filter"), (0, 1, 2)),
             ("spamfilter classify -", [*program("spamfilter"), "classify", "-"], (0,)),
@@ -354,6 +372,8 @@ def _spawns(
 
 
 def _http(work: _Work) -> list[dict[str, Any]]:
+    """Each server under load: classify and feedback, and ``GET /healthz``, which judges
+    nothing (the rate of uvicorn and FastAPI alone, the ceiling over any endpoint)."""
     classify = [Request("POST", "/v1/classify", p.read_bytes()) for p in _paths(work.split.test)]
     feedback = [
         Request("POST", f"/v1/feedback?label={item.label}", item.path.read_bytes())
@@ -369,6 +389,7 @@ def _http(work: _Work) -> list[dict[str, Any]]:
                 for endpoint, requests, warmup in (
                     ("classify", classify, work.plan.warmup),
                     ("feedback", feedback, 0),
+                    ("healthz", [Request("GET", "/healthz")], 0),
                 ):
                     work.progress(f"http: {backend}, workers {workers}, {endpoint}")
                     if warmup:
@@ -392,7 +413,7 @@ def _load(
 def _tally(endpoint: str) -> Tally:
     import json
 
-    key = "verdict" if endpoint == "classify" else "outcome"
+    key = {"classify": "verdict", "healthz": "status"}.get(endpoint, "outcome")
 
     def tally(status: int, body: bytes) -> str | None:
         if status != 200:

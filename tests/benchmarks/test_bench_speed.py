@@ -91,9 +91,15 @@ def test_json_holds_the_whole_result(corpus: Path, configured: Path, tmp_path: P
         "learn.sqlite",
         "classify.sqlite",
         "classify_ratio.sqlite",
+        "read.sqlite",
+        "read_ratio.sqlite",
         "plain_check.sqlite",
         "db.sqlite",
     ]
+    # The classified half read once more and judged by nothing.
+    assert bulk["read"]["n"] == 20
+    assert set(bulk["read"]["outcomes"]) <= {"ham:read", "spam:read"}
+    assert sum(bulk["read"]["outcomes"].values()) + bulk["read"]["failures"] == 20
     # Every classified message scored again with no cache: the same log-odds.
     assert bulk["plain_check"] == {"checked": 20, "differing": 0}
     assert not configured.parent.exists()
@@ -138,7 +144,7 @@ def test_a_folder_that_is_no_corpus_is_a_usage_error(corpus: Path, configured: P
 
 
 def test_each_new_process_row_has_its_own_target() -> None:
-    from benchmarks.speed_report import figures
+    from benchmarks.speed_report import STACK_IMPORTS, figures
 
     def spawns(command: str, median: float, failures: int = 0) -> dict[str, object]:
         return {"command": command, "median_ms": median, "best_ms": median, "failures": failures}
@@ -153,6 +159,7 @@ def test_each_new_process_row_has_its_own_target() -> None:
                     spawns("spamfilter-filter", 150.0, failures=1),
                     spawns("spamfilter-filter via serve", 29.0),
                     spawns("spamfilter classify -", 400.0),
+                    spawns(STACK_IMPORTS, 300.0),
                 ]
             }
         )
@@ -164,3 +171,6 @@ def test_each_new_process_row_has_its_own_target() -> None:
     assert found["process.spamfilter-filter via serve"].met is True
     assert found["process.spamfilter classify -"].target == ""
     assert found["process.spamfilter classify -"].met is None
+    # The libraries' imports alone: shown beside the filter rows, with no target.
+    floor = found[f"process.{STACK_IMPORTS}"]
+    assert (floor.value, floor.target, floor.met) == (300.0, "", None)

@@ -277,6 +277,7 @@ def _doc(
         db_bytes=2_000_000,
         checked=1000,
         differing=differing,
+        read=Batch(1000, 0.6, {"spam:read": 1000}),
     )
     load = LoadResult(16, seconds=10.0, latencies=[0.001] * 98 + [0.030, 0.040])
     load.statuses[200] = int(http_rate * 10)
@@ -312,6 +313,33 @@ def test_figures_judge_each_target() -> None:
     assert found["http.sqlite.w1.classify"].met is True
     assert found["http.sqlite.w1.classify.p99"].value == 30.0  # nearest rank of 100
     assert found["http.sqlite.w1.classify.p99"].met is False
+
+
+def test_reading_alone_is_set_beside_bogofilter_with_no_target() -> None:
+    found = {fig.key: fig for fig in speed_report.figures(_doc())}
+    assert found["read.sqlite"].value == pytest.approx(0.6)
+    assert found["read_ratio.sqlite"].value == pytest.approx(1.5)  # 0.6 against 0.4 ms
+    assert found["read_ratio.sqlite"].shown == "1.50x"
+    assert (found["read_ratio.sqlite"].target, found["read_ratio.sqlite"].met) == ("", None)
+    alone = {fig.key: fig for fig in speed_report.figures(_doc(bogo=False))}
+    assert alone["read_ratio.sqlite"].shown == "(no bogofilter)"
+    older = _doc()
+    older["bulk"]["sqlite"]["read"] = None  # not measured (or saved before it was)
+    keys = [fig.key for fig in speed_report.figures(older)]
+    assert "read.sqlite" not in keys and "read_ratio.sqlite" not in keys
+
+
+def test_the_empty_get_is_shown_with_no_target() -> None:
+    load = LoadResult(16, seconds=10.0, latencies=[0.001] * 100)
+    load.statuses[200] = 50_000
+    load.tallies["ok"] = 50_000
+    doc = {"http": [speed_report.load_json("sqlite", 2, "healthz", load)]}
+    found = {fig.key: fig for fig in speed_report.figures(doc)}
+    rate = found["http.sqlite.w2.healthz"]
+    assert (rate.value, rate.shown, rate.target, rate.met) == (5000.0, "5,000 req/s", "", None)
+    assert found["http.sqlite.w2.healthz.p99"].met is None
+    assert speed_run._tally("healthz")(200, b'{"status":"ok"}') == "ok"
+    assert speed_run._tally("classify")(200, b'{"verdict":"spam"}') == "spam"
 
 
 def test_any_score_that_differs_from_the_uncached_path_fails_the_check() -> None:
@@ -469,7 +497,8 @@ def test_every_command_the_bench_spawns_gets_its_settings_file(
     speed_run._processes(work)
     speed_run._files(work)
     speed_run._http(work)
-    # Four commands and the filter via serve, a run each (``runs=1``); then the folder row.
-    assert len(spawned) == 5 + 1
+    # Four commands, the libraries' imports alone and the filter via serve, a run each
+    # (``runs=1``); then the folder row.
+    assert len(spawned) == 6 + 1
     assert set(spawned) == {str(config.resolve())}
     assert len(served) == 1 + len(plan.workers) and set(served) == {config}
