@@ -9,7 +9,7 @@ model learned from the first half, each stage being one module's functions:
 
     message      parse(raw)
     tokenizer    tokenize(parsed)
-    token_ids    token_id of every distinct token
+    token_ids    token_ids of every message's tokens
     naive_bayes  pair_multinomial over the message's tokens and their counts (the site-wide
                  default model's scorer, with its options)
     fallback     blend_pairs of the same tokens as a user's counts over the site-wide model
