@@ -48,23 +48,24 @@ def blend(
     so a user who has learned nothing keeps the same tokens as the site-wide model.
     Returns pseudo-counts to score with ``multinomial(..., alpha=0)``.
     """
-    mass, spread = _prior(site_totals, site_vocabulary, alpha=alpha, strength=strength)
     if len(site_totals) == 2:
         a, b = site_totals
-        pairs = _combine_pair(
+        pairs, totals = blend_pairs(
             [(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in own],
-            [(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in site],
-            mass=mass,
-            spread=spread,
+            own_totals=own_totals,
+            site=[(e.token, e.in_message, e.counts.get(a, 0), e.counts.get(b, 0)) for e in site],
+            site_totals=site_totals,
+            site_vocabulary=site_vocabulary,
             alpha=alpha,
+            strength=strength,
             distinct=distinct,
             group=group,
         )
-        evidence = [Evidence(token, n, {a: p, b: q}) for token, n, p, q in pairs]
-    else:
-        evidence = _combine(
-            own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
-        )
+        return [Evidence(token, n, {a: p, b: q}) for token, n, p, q in pairs], totals
+    mass, spread = _prior(site_totals, site_vocabulary, alpha=alpha, strength=strength)
+    evidence = _combine(
+        own, site, mass=mass, spread=spread, alpha=alpha, distinct=distinct, group=group
+    )
     return evidence, _totals(own_totals, site_totals, mass=mass, strength=strength)
 
 

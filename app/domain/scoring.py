@@ -345,12 +345,11 @@ def score_user(
     prior = class_totals(site_totals, labels, params.counting)
     if not all(t.tokens > 0 for t in prior.values()):
         return None
-    own_classes = scored_classes(own_totals, params)
-    if not gives_verdicts(own_totals, params):
-        own_classes = None
+    own_classes = scored_classes(own_totals, params) if gives_verdicts(own_totals, params) else None
     found = _Blend(mine, site, names, in_message, labels, prior, own_classes)
     top = params.top
-    if lumps is None and top is not None and len(labels) == 2:
+    # The pairs score two classes, so an own model that overrules must score those two.
+    if lumps is None and top is not None and len(labels) == 2 and own_classes in (None, labels):
         scored = _user_pairs(
             found, top=top, own_totals=own_totals, site_totals=site_totals, params=params
         )
@@ -383,9 +382,9 @@ def _user_pairs(
     site_totals: ModelCounts,
     params: ScoringParams,
 ) -> nb.Scored | None:
-    """``_user_evidence`` of two classes with ``params.top`` (``top``) and no lumps, from
-    pairs: the same score bit for bit, or None where a denominator is not positive
-    (``pair_multinomial``) or the user's own model scores other classes."""
+    """``_user_evidence`` of two classes with ``params.top`` (``top``), no lumps and an own
+    model that scores the same two classes if any, from pairs: the same score bit for bit,
+    or None where a denominator is not positive (``pair_multinomial``)."""
     first, second = found.labels
     counting = counting_of(params)
 
@@ -422,8 +421,6 @@ def _user_pairs(
     )
     if scored is None or found.own_classes is None:
         return scored
-    if found.own_classes != found.labels:
-        return None
     own_score = nb.pair_multinomial(
         own,
         totals=own_labels,
